@@ -1,0 +1,190 @@
+"""Chain definitions: ``chains/<id>/chain.yaml``, validated, with quirks as data."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from swechain_ci.errors import SwechainError, describe_validation
+from swechain_ci.settings import project_root
+
+VERSION_PATTERN = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.+!_-]*$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LocalSource(Strict):
+    """A version kept as a source tree in the repository, relative to the chain folder."""
+
+    kind: Literal["local"]
+    path: str
+
+
+VersionSource = Annotated[LocalSource, Field(discriminator="kind")]
+
+
+class ChainVersion(Strict):
+    version: str
+    source: VersionSource
+
+    @field_validator("version")
+    @classmethod
+    def _version_shape(cls, value: str) -> str:
+        if not VERSION_PATTERN.match(value):
+            raise ValueError("expected a version string such as 1.2.0")
+        return value
+
+
+class RemovedOption(Strict):
+    """A pytest option dropped from the target's ``addopts`` before running."""
+
+    name: str = Field(pattern=r"^-")
+    takes_value: bool = False
+
+
+class PytestQuirks(Strict):
+    remove_options: list[RemovedOption] = Field(default_factory=list)
+    extra_args: list[str] = Field(default_factory=list)
+
+    @field_validator("remove_options", mode="before")
+    @classmethod
+    def _flags_as_strings(cls, value: object) -> object:
+        if isinstance(value, list):
+            return [{"name": v} if isinstance(v, str) else v for v in value]
+        return value
+
+
+class Timeouts(Strict):
+    test_s: int = Field(60, gt=0, description="one hidden test")
+    run_s: int = Field(600, gt=0, description="one whole hidden-test run")
+    agent_s: int = Field(1800, gt=0, description="one agent phase")
+    image_build_s: int = Field(1800, gt=0)
+
+
+class Limits(Strict):
+    memory: str = "2g"
+    cpus: float = Field(1.0, gt=0)
+    pids: int = Field(512, gt=0)
+
+
+class OracleSettings(Strict):
+    baseline_runs: int = Field(2, ge=1, description="new-gold runs; differing outcomes mark flaky tests")
+    max_failing_fraction: float = Field(0.0025, ge=0, le=1)
+    known_failures: dict[str, list[str]] = Field(
+        default_factory=dict, description="version -> tests allowed to fail its own suite"
+    )
+
+
+class ChainConfig(Strict):
+    schema_version: Literal[1] = 1
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    package: str
+    import_name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    family: str = Field("python", description="image recipes in dockerfiles/<family>/")
+    python: str = Field("3.11", pattern=r"^3\.\d+$")
+    source_root: str = Field(".", description="folder of the code tree that holds the import package")
+    test_folder: str = "tests"
+    protected_files: list[str] = Field(
+        default_factory=lambda: ["pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.ini"]
+    )
+    versions: list[ChainVersion] = Field(min_length=2)
+    pytest: PytestQuirks = Field(default_factory=PytestQuirks)
+    test_dependencies: list[str] = Field(default_factory=list, description="pip requirements")
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    limits: Limits = Field(default_factory=Limits)
+    oracle: OracleSettings = Field(default_factory=OracleSettings)
+    default_spec_level: str = "L3"
+
+    @field_validator("test_folder", "source_root")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        if value.startswith("/") or ".." in Path(value).parts:
+            raise ValueError("expected a path relative to the package root, without '..'")
+        return value.strip("/") or "."
+
+    @model_validator(mode="after")
+    def _unique_versions(self) -> ChainConfig:
+        seen = [v.version for v in self.versions]
+        duplicates = sorted({v for v in seen if seen.count(v) > 1})
+        if duplicates:
+            raise ValueError(f"versions listed more than once: {', '.join(duplicates)}")
+        return self
+
+
+class Chain:
+    """A loaded chain definition and the folder it came from."""
+
+    def __init__(self, config: ChainConfig, folder: Path) -> None:
+        self.config = config
+        self.folder = folder
+
+    @property
+    def id(self) -> str:
+        return self.config.id
+
+    @property
+    def versions(self) -> list[str]:
+        return [v.version for v in self.config.versions]
+
+    @property
+    def steps(self) -> list[tuple[str, str]]:
+        return list(zip(self.versions, self.versions[1:]))
+
+    def version(self, version: str) -> ChainVersion:
+        for entry in self.config.versions:
+            if entry.version == version:
+                return entry
+        raise SwechainError(f"chain {self.id} has no version {version}")
+
+
+def chains_dir() -> Path:
+    return project_root() / "chains"
+
+
+def available_chains() -> list[str]:
+    folder = chains_dir()
+    return sorted(p.parent.name for p in folder.glob("*/chain.yaml")) if folder.is_dir() else []
+
+
+def load_chain(name_or_path: str) -> Chain:
+    """Load a chain by id (``chains/<id>/chain.yaml``) or by a path to its folder or YAML."""
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml") and candidate.is_file():
+        path = candidate
+    elif (candidate / "chain.yaml").is_file() and (candidate.is_absolute() or "/" in name_or_path):
+        path = candidate / "chain.yaml"
+    else:
+        path = chains_dir() / name_or_path / "chain.yaml"
+        if not path.is_file():
+            known = ", ".join(available_chains()) or "none"
+            raise SwechainError(
+                f"unknown chain '{name_or_path}': no {path}; known chains: {known} "
+                f"(add chains/{name_or_path}/chain.yaml or set SWECHAIN_ROOT)"
+            )
+    return Chain(parse_chain_file(path), path.parent.resolve())
+
+
+def parse_chain_file(path: Path) -> ChainConfig:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise SwechainError(f"{path}:{where} is not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise SwechainError(f"{path}: expected a mapping of chain fields, got {type(data).__name__}")
+    try:
+        config = ChainConfig.model_validate(data)
+    except ValidationError as exc:
+        raise SwechainError(describe_validation(str(path), exc)) from None
+    if config.id != path.parent.name:
+        raise SwechainError(
+            f"{path}: field 'id': is '{config.id}' but the folder is '{path.parent.name}'; make them equal"
+        )
+    return config

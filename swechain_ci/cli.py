@@ -1,0 +1,98 @@
+"""The one command line the workflows call: ``swechain-ci``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from tabulate import tabulate
+
+from swechain_ci.errors import SwechainError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+chain_app = typer.Typer(no_args_is_help=True, help="Chain definitions and their oracles.")
+app.add_typer(chain_app, name="chain")
+
+
+@chain_app.command("list")
+def chain_list() -> None:
+    """List the chains in chains/."""
+    from swechain_ci.chain import available_chains, load_chain
+    from swechain_ci.specs import levels_available
+
+    rows = []
+    for name in available_chains():
+        chain = load_chain(name)
+        rows.append([name, chain.config.package, f"{chain.versions[0]} → {chain.versions[-1]}", len(chain.steps),
+                     ", ".join(levels_available(chain)) or "-"])
+    typer.echo(tabulate(rows, headers=["chain", "package", "versions", "steps", "spec levels"], tablefmt="github"))
+
+
+@chain_app.command("build")
+def chain_build(
+    chain: Annotated[str, typer.Argument(help="chain id (chains/<id>/chain.yaml) or path")],
+    force: Annotated[bool, typer.Option(help="rebuild the oracle even if its inputs are unchanged")] = False,
+) -> None:
+    """Build the chain's images and oracle: which hidden tests each step must make pass."""
+    from swechain_ci import images, oracle
+    from swechain_ci.chain import load_chain
+    from swechain_ci.sandbox import DockerSandbox
+
+    loaded = load_chain(chain)
+    sandbox = DockerSandbox()
+    built = oracle.build(sandbox, loaded, images.ensure_images(sandbox, loaded), force=force)
+    typer.echo(tabulate(oracle.summary_rows(built), headers="keys", tablefmt="github"))
+    typer.echo(f"\noracle stored at {oracle.oracle_path(loaded)}")
+
+
+@app.command("run")
+def run(
+    chain: Annotated[str, typer.Option(help="chain id or path")],
+    agent: Annotated[str, typer.Option(help="oracle, noop or replay:<patch folder>")],
+    output: Annotated[Path, typer.Option(help="results folder; an unfinished run there resumes")],
+    spec_level: Annotated[str | None, typer.Option(help="specification level (default: the chain's)")] = None,
+) -> None:
+    """Run a full chain with one agent, building whatever is not built yet, and print the scorecard."""
+    from swechain_ci.report import render
+    from swechain_ci.run import run_chain
+
+    typer.echo(render(run_chain(chain, agent, output, spec_level)))
+
+
+@app.command("score")
+def score(output: Annotated[Path, typer.Argument(help="a run's results folder")]) -> None:
+    """Re-score stored results without Docker; rewrites scorecard.json and scorecard.md."""
+    from swechain_ci.report import render
+    from swechain_ci.run import rescore
+
+    typer.echo(render(rescore(output)))
+
+
+@app.command("report")
+def report(output: Annotated[Path, typer.Argument(help="a run's results folder")]) -> None:
+    """Print a run's scorecard."""
+    from swechain_ci.models import Scorecard
+    from swechain_ci.records import read_model
+    from swechain_ci.report import render
+
+    typer.echo(render(read_model(output / "scorecard.json", Scorecard)))
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except SwechainError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # click usage errors and the like
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

@@ -1,0 +1,172 @@
+"""Hidden-test evaluation of one codebase in a fresh container of the target version.
+
+``evaluate`` runs the container; ``parse`` turns what it left behind into a
+``TestRun`` and decides whether the report can be trusted. ``parse`` is pure.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from swechain_ci import trees
+from swechain_ci.chain import Chain
+from swechain_ci.models import FailedImport, Status, TestRun
+from swechain_ci.sandbox import RUNNER_UID, DockerSandbox, single_file_tar
+
+BROKEN_STATUSES = {Status.failed, Status.error}
+# pytest exit codes: 0 all passed, 1 some failed, 5 nothing collected.
+TRUSTED_EXIT_CODES = {0, 1, 5}
+MESSAGE_CHARS = 600
+
+
+def evaluate(sandbox: DockerSandbox, chain: Chain, image: str, code: Path, labels: dict[str, str]) -> TestRun:
+    config = chain.config
+    settings = {
+        "test_folder": config.test_folder,
+        "source_root": config.source_root,
+        "protected": config.protected_files,
+        "remove_options": [o.model_dump() for o in config.pytest.remove_options],
+        "extra_args": config.pytest.extra_args,
+        "test_timeout_s": config.timeouts.test_s,
+        "run_timeout_s": config.timeouts.run_s,
+    }
+    archives = [
+        ("/work", trees.pack(code, "candidate", uid=RUNNER_UID, gid=RUNNER_UID)),
+        ("/work", single_file_tar("eval.json", json.dumps(settings).encode(), RUNNER_UID)),
+    ]
+    result = sandbox.run_once(
+        image,
+        ["/opt/venv/bin/python", "/opt/swechain/harness/run_hidden_tests.py"],
+        archives,
+        collect="/out",
+        limits=config.limits,
+        # The harness stops pytest at run_s; the host kills the container a little later.
+        timeout_s=config.timeouts.run_s + 60,
+        labels=labels,
+    )
+    return parse(result.files, result.exit_code, result.timed_out, result.logs_tail)
+
+
+def jsonl(raw: bytes | None) -> list[dict]:
+    if not raw:
+        return []
+    lines = []
+    for line in raw.decode(errors="replace").splitlines():
+        try:
+            lines.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line cut short by a kill
+    return lines
+
+
+def stage_status(outcome: str | None, stages: dict[str, str | None], xfail: bool) -> Status:
+    """One test's status from its setup/call/teardown outcomes."""
+    if stages.get("setup") == "failed":
+        return Status.error
+    if outcome in ("xfailed", "xpassed", "skipped"):
+        return Status(outcome)
+    if stages.get("setup") == "skipped" or stages.get("call") == "skipped":
+        return Status.xfailed if xfail else Status.skipped
+    if stages.get("call") == "failed":
+        return Status.failed
+    if stages.get("teardown") == "failed" or outcome == "error":
+        return Status.error
+    if stages.get("call") == "passed":
+        return Status.xpassed if xfail else Status.passed
+    return Status.failed if outcome == "failed" else Status.error
+
+
+def stream_statuses(lines: list[dict]) -> tuple[dict[str, Status], dict[str, str]]:
+    stages: dict[str, dict[str, str]] = {}
+    xfail: dict[str, bool] = {}
+    collection_errors = {}
+    for line in lines:
+        if "collector" in line:
+            collection_errors[line["collector"]] = line.get("longrepr", "")
+        else:
+            stages.setdefault(line["nodeid"], {})[line["when"]] = line["outcome"]
+            xfail[line["nodeid"]] = xfail.get(line["nodeid"], False) or line.get("xfail", False)
+    return {n: stage_status(None, s, xfail[n]) for n, s in stages.items()}, collection_errors
+
+
+def crash_message(entry: dict) -> str:
+    for stage in ("setup", "call", "teardown"):
+        info = entry.get(stage) or {}
+        if info.get("outcome") == "failed":
+            crash = info.get("crash") or {}
+            message = crash.get("message") or str(info.get("longrepr", "")).strip().splitlines()[-1:]
+            return (message if isinstance(message, str) else " ".join(message))[:MESSAGE_CHARS]
+    return ""
+
+
+def parse(files: dict[str, bytes], container_exit: int | None, host_timed_out: bool, logs: str = "") -> TestRun:
+    """Interpret one evaluation's output, cross-checking the report before trusting it."""
+    result = json.loads(files["result.json"]) if "result.json" in files else {}
+    timed_out = host_timed_out or bool(result.get("timed_out"))
+    exit_code = result.get("exit_code")
+    output_tail = files.get("output.log", b"").decode(errors="replace")[-8000:] or logs
+    failed_imports = []
+    for line in jsonl(files.get("failed_imports.jsonl")):
+        record = FailedImport.model_validate(line)
+        if record not in failed_imports:
+            failed_imports.append(record)
+    streamed, streamed_collection_errors = stream_statuses(jsonl(files.get("stream.jsonl")))
+    base = dict(
+        exit_code=exit_code, timed_out=timed_out, failed_imports=failed_imports,
+        duration_s=result.get("duration_s", 0.0), output_tail=output_tail,
+    )
+    if "report.json" not in files:
+        if timed_out:
+            # Killed at the time limit: keep what was reached; the rest counts as error.
+            return TestRun(statuses=streamed, collection_errors=streamed_collection_errors, **base)
+        reason = "the harness left no result" if not result else f"pytest left no report (exit code {exit_code})"
+        if container_exit not in (0, None):
+            reason += f"; the container exited with {container_exit}"
+        return TestRun(execution_error=reason, **base)
+    try:
+        report = json.loads(files["report.json"])
+    except json.JSONDecodeError:
+        return TestRun(execution_error="the pytest report is not valid JSON", **base)
+    statuses: dict[str, Status] = {}
+    messages: dict[str, str] = {}
+    for entry in report.get("tests", []):
+        stages = {s: (entry.get(s) or {}).get("outcome") for s in ("setup", "call", "teardown")}
+        status = stage_status(entry.get("outcome"), stages, False)
+        statuses[entry["nodeid"]] = status
+        if status in BROKEN_STATUSES:
+            messages[entry["nodeid"]] = crash_message(entry)
+    collection_errors = {
+        c["nodeid"]: str(c.get("longrepr", ""))
+        for c in report.get("collectors", [])
+        if c.get("outcome") == "failed"
+    }
+    summary = report.get("summary", {})
+    collected = summary.get("collected")
+    run = TestRun(
+        statuses=statuses, collection_errors=collection_errors, error_messages=messages,
+        collected=collected, **base,
+    )
+    problem = distrust(run, report, streamed)
+    return run.model_copy(update={"execution_error": problem}) if problem else run
+
+
+def distrust(run: TestRun, report: dict, streamed: dict[str, Status]) -> str | None:
+    """Why a report cannot be taken at its word, or None when all cross-checks agree."""
+    if run.exit_code not in TRUSTED_EXIT_CODES:
+        return f"pytest exited with code {run.exit_code} (interrupted, internal or usage error)"
+    broken = any(s in BROKEN_STATUSES for s in run.statuses.values()) or bool(run.collection_errors)
+    if run.exit_code == 0 and broken:
+        return "the report shows failures but pytest exited 0"
+    if run.exit_code == 1 and not broken:
+        return "pytest exited 1 but the report shows no failure"
+    if run.exit_code == 5 and run.statuses:
+        return "pytest reported no tests collected but the report lists tests"
+    summary = report.get("summary", {})
+    expected = (summary.get("collected") or 0) - (summary.get("deselected") or 0)
+    if run.statuses and expected != len(run.statuses):
+        return f"the report lists {len(run.statuses)} tests but pytest collected {expected}"
+    disagreeing = [n for n, s in run.statuses.items() if n in streamed and streamed[n] != s]
+    if disagreeing or set(run.statuses) != set(streamed):
+        return "the report disagrees with the harness's own per-test stream"
+    return None

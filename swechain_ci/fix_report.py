@@ -1,0 +1,67 @@
+"""The error report an agent receives for its one Fix attempt (SEMANTICS.md, protocol 4).
+
+Only execution-level information: the tail of the collection error output,
+the failed imports, and at most 20 distinct normalised error messages. No
+test names beyond what tracebacks show, no pass counts.
+"""
+
+from __future__ import annotations
+
+import re
+
+from swechain_ci.models import Status, TestRun
+
+COLLECTION_TAIL_CHARS = 2000
+MAX_MESSAGES = 20
+NORMALISERS = [
+    (re.compile(r"0x[0-9a-fA-F]+"), "0x…"),
+    (re.compile(r"/tmp/[^\s'\":]*"), "<tmp>"),
+    (re.compile(r"\bline \d+"), "line N"),
+    (re.compile(r"(\.py):\d+"), r"\1:N"),
+]
+
+
+def normalise(message: str) -> str:
+    for pattern, replacement in NORMALISERS:
+        message = pattern.sub(replacement, message)
+    return message.strip()
+
+
+def error_messages(run: TestRun) -> list[str]:
+    distinct: list[str] = []
+    for test, status in run.statuses.items():
+        if status != Status.error:
+            continue
+        message = normalise(run.error_messages.get(test, ""))
+        if message and message not in distinct:
+            distinct.append(message)
+        if len(distinct) == MAX_MESSAGES:
+            break
+    return distinct
+
+
+def build_report(run: TestRun) -> str:
+    sections = ["# Hidden-test check: execution errors", "",
+                "Your change was checked against hidden tests, which hit execution-level errors.",
+                "Fix them. This is your only fix attempt.", ""]
+    if run.execution_error:
+        sections += ["## The test run itself failed", "", normalise(run.execution_error), ""]
+        if run.output_tail:
+            sections += ["```", normalise(run.output_tail[-COLLECTION_TAIL_CHARS:]), "```", ""]
+    if run.timed_out:
+        sections += ["## Time limit", "", "The test run did not finish within its time limit.", ""]
+    if run.collection_errors:
+        output = "\n".join(run.collection_errors.values())[-COLLECTION_TAIL_CHARS:]
+        sections += ["## Collection errors (tail)", "", "```", normalise(output), "```", ""]
+    if run.failed_imports:
+        sections += ["## Failed imports in test modules", ""]
+        seen = []
+        for failed in run.failed_imports:
+            line = f"- `from {failed.module} import {', '.join(failed.names)}`: {normalise(failed.error)}"
+            if line not in seen:
+                seen.append(line)
+        sections += seen + [""]
+    messages = error_messages(run)
+    if messages:
+        sections += ["## Error messages", ""] + [f"- {m}" for m in messages] + [""]
+    return "\n".join(sections)

@@ -1,0 +1,155 @@
+"""Images per chain: base -> dependencies -> one per version, plus the agent image.
+
+Every image is tagged with a hash of its inputs (recipe, parent image, files),
+so it is built once and rebuilt only when an input changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from swechain_ci import progress, sources, trees
+from swechain_ci.chain import Chain
+from swechain_ci.errors import SwechainError
+from swechain_ci.sandbox import DockerSandbox
+from swechain_ci.settings import DEFAULT_BASE_IMAGE, PACKAGE_DIR, base_image, project_root, state_home
+
+HARNESS_DIR = PACKAGE_DIR / "harness"
+DEBIAN_PACKAGES = "python3,python3-venv,python3-pip,git,ca-certificates"
+
+
+@dataclass(frozen=True)
+class ChainImages:
+    deps: str
+    versions: dict[str, str]
+
+    @property
+    def fingerprint(self) -> str:
+        joined = self.deps + "".join(f"{v}={i}" for v, i in sorted(self.versions.items()))
+        return hashlib.sha256(joined.encode()).hexdigest()
+
+
+def ensure_base(sandbox: DockerSandbox) -> str:
+    """The base image: a local one if present, else a pull, else a Debian bootstrap."""
+    ref = base_image()
+    if image := sandbox.image_id(ref):
+        return image
+    progress.say(f"base image {ref} not present; pulling")
+    if image := sandbox.pull(ref):
+        return image
+    if shutil.which("mmdebstrap") is None:
+        raise SwechainError(
+            f"base image {ref} is neither present nor pullable, and mmdebstrap is missing to bootstrap it: "
+            f"install it (apt-get install mmdebstrap) or set SWECHAIN_BASE_IMAGE to an image you have"
+        )
+    suite = "bookworm" if ref == DEFAULT_BASE_IMAGE else ref.rsplit("-", 1)[-1]
+    progress.say(f"bootstrapping {ref} from Debian {suite} with mmdebstrap (about a minute)")
+    with tempfile.TemporaryDirectory(prefix="swechain-base-") as tmp:
+        rootfs = Path(tmp) / "rootfs.tar"
+        result = subprocess.run(
+            ["mmdebstrap", "--variant=minbase", f"--include={DEBIAN_PACKAGES}", suite, str(rootfs)],
+            capture_output=True, text=True,
+        )
+        if result.returncode != 0:
+            raise SwechainError(f"mmdebstrap failed: {result.stderr.strip().splitlines()[-1:]}")
+        return sandbox.import_image(rootfs, ref)
+
+
+def requirements(chain: Chain) -> list[str]:
+    pinned = [
+        line.strip()
+        for line in (HARNESS_DIR / "requirements.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    return pinned + list(chain.config.test_dependencies)
+
+
+def wheelhouse(reqs: list[str], python: str) -> Path:
+    """Wheels for ``reqs`` downloaded on the host, so that image builds need no network."""
+    key = hashlib.sha256(("\n".join(reqs) + python).encode()).hexdigest()[:16]
+    folder = state_home() / "wheelhouse" / key
+    if (folder / ".complete").exists():
+        return folder
+    progress.say(f"downloading {len(reqs)} test requirements into the wheelhouse {folder}")
+    folder.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(folder),
+         "--only-binary=:all:", "--python-version", python, *reqs],
+        capture_output=True, text=True,
+    )
+    if result.returncode != 0:
+        tail = " ".join(result.stderr.strip().splitlines()[-2:])
+        raise SwechainError(f"pip download of test requirements failed: {tail} (is PyPI reachable?)")
+    (folder / ".complete").write_text("\n".join(reqs))
+    return folder
+
+
+def recipe(chain: Chain, name: str) -> Path:
+    path = project_root() / "dockerfiles" / chain.config.family / f"{name}.Dockerfile"
+    if not path.is_file():
+        raise SwechainError(f"missing image recipe {path} (chain {chain.id} has family '{chain.config.family}')")
+    return path
+
+
+def build_cached(
+    sandbox: DockerSandbox, chain: Chain, kind: str, files: dict[str, Path], buildargs: dict[str, str]
+) -> str:
+    """Build ``dockerfiles/<family>/<kind>.Dockerfile`` over ``files``, reusing a build with equal inputs."""
+    recipe_path = recipe(chain, kind)
+    h = hashlib.sha256(recipe_path.read_bytes())
+    for arg, value in sorted(buildargs.items()):
+        h.update(f"{arg}={value}".encode())
+    for name, path in sorted(files.items()):
+        h.update(name.encode() + (trees.digest(path) if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()).encode())
+    tag = f"swechain-ci/{chain.id}-{kind}:{h.hexdigest()[:16]}"
+    if image := sandbox.image_id(tag):
+        return image
+    progress.say(f"building image {tag}")
+    with tempfile.TemporaryDirectory(prefix="swechain-context-") as tmp:
+        context = Path(tmp)
+        shutil.copy(recipe_path, context / "Dockerfile")
+        for name, path in files.items():
+            if path.is_dir():
+                trees.copy_tree(path, context / name)
+            else:
+                shutil.copy(path, context / name)
+        log = state_home() / "logs" / "images" / f"{chain.id}-{kind}-{h.hexdigest()[:16]}.log"
+        return sandbox.build(context, "Dockerfile", tag, buildargs, log)
+
+
+def ensure_deps(sandbox: DockerSandbox, chain: Chain) -> str:
+    base = ensure_base(sandbox)
+    reqs = requirements(chain)
+    with tempfile.TemporaryDirectory(prefix="swechain-reqs-") as tmp:
+        req_file = Path(tmp) / "requirements.txt"
+        req_file.write_text("\n".join(reqs) + "\n")
+        return build_cached(
+            sandbox, chain, "deps",
+            {"requirements.txt": req_file, "wheels": wheelhouse(reqs, chain.config.python), "harness": HARNESS_DIR},
+            {"BASE": base},
+        )
+
+
+def ensure_version(sandbox: DockerSandbox, chain: Chain, deps: str, version: str) -> str:
+    split = sources.materialize(chain, version)
+    with tempfile.TemporaryDirectory(prefix="swechain-version-") as tmp:
+        staged = Path(tmp) / "version"
+        trees.copy_tree(split.hidden, staged / "hidden")
+        trees.copy_tree(split.protected, staged / "protected")
+        return build_cached(sandbox, chain, "version", {"version": staged}, {"DEPS": deps})
+
+
+def ensure_images(sandbox: DockerSandbox, chain: Chain) -> ChainImages:
+    deps = ensure_deps(sandbox, chain)
+    return ChainImages(deps, {v: ensure_version(sandbox, chain, deps, v) for v in chain.versions})
+
+
+def ensure_agent_image(sandbox: DockerSandbox, chain: Chain, deps: str) -> str:
+    start = sources.materialize(chain, chain.versions[0])
+    return build_cached(sandbox, chain, "agent", {"code": start.code}, {"DEPS": deps})

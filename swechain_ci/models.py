@@ -1,0 +1,227 @@
+"""Data that crosses stage boundaries, defined once.
+
+Every JSON file the pipeline writes is one of these models, carrying
+``schema_version`` so that stored results stay readable as the format grows.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class Status(str, Enum):
+    """The status of one hidden test in one run (SEMANTICS.md, "Test outcomes")."""
+
+    passed = "passed"
+    failed = "failed"
+    error = "error"
+    skipped = "skipped"
+    xfailed = "xfailed"
+    xpassed = "xpassed"
+
+
+SCOREABLE = frozenset({Status.passed, Status.failed, Status.error})
+BROKEN = frozenset({Status.failed, Status.error})
+
+
+class Category(str, Enum):
+    resolved = "resolved"
+    unresolved = "unresolved"
+    preserved = "preserved"
+    regressed = "regressed"
+    recovered = "recovered"
+    unrecovered = "unrecovered"
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    schema_version: int = SCHEMA_VERSION
+
+
+class FailedImport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    test_file: str
+    module: str
+    names: list[str]
+    error: str
+
+
+class TestRun(Record):
+    """One hidden-test run of one codebase, as the harness observed it.
+
+    ``statuses`` holds what pytest reported per node id; the expansion of
+    collection errors and missing tests against new gold happens in
+    ``outcomes.resolve``, so the raw observation is kept as it was.
+    """
+
+    statuses: dict[str, Status] = Field(default_factory=dict)
+    collection_errors: dict[str, str] = Field(
+        default_factory=dict, description="collector node id -> its error output"
+    )
+    error_messages: dict[str, str] = Field(
+        default_factory=dict, description="node id -> message of a failed/error test"
+    )
+    failed_imports: list[FailedImport] = Field(default_factory=list)
+    exit_code: int | None = None
+    timed_out: bool = False
+    execution_error: str | None = Field(
+        None, description="why the run's report cannot be trusted or does not exist"
+    )
+    collected: int | None = None
+    duration_s: float = 0.0
+    output_tail: str = ""
+
+
+class StepOracle(Record):
+    """Which hidden tests one step must make pass, from gold runs."""
+
+    index: int
+    prev_version: str
+    next_version: str
+    new_gold: dict[str, Status]
+    old_gold: dict[str, Status]
+    upgrade_related: list[str]
+    flaky: list[str] = Field(default_factory=list)
+
+    @property
+    def scored_universe(self) -> set[str]:
+        flaky = set(self.flaky)
+        return {t for t, s in self.new_gold.items() if s == Status.passed and t not in flaky}
+
+
+class VersionSanity(Record):
+    version: str
+    tests: int
+    failed: int
+    errors: int
+    setup_errors: list[str]
+    failing: list[str]
+    ok: bool
+
+
+class ChainOracle(Record):
+    chain: str
+    inputs_hash: str
+    versions: list[str]
+    steps: list[StepOracle]
+    sanity: list[VersionSanity]
+
+
+class Counts(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tp: int = 0
+    fn: int = 0
+    fp: int = 0
+    tn: int = 0
+    recovered: int = 0
+    unrecovered: int = 0
+
+
+class Metrics(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    resolving: float | None
+    precision: float | None
+    f1: float | None
+    tp: int
+    fn: int
+    fp: int
+
+
+class AgentOutcome(BaseModel):
+    """What one agent phase did, as the harness saw it."""
+
+    model_config = ConfigDict(extra="forbid")
+    status: Literal["ok", "crashed", "timed_out"] = "ok"
+    detail: str = ""
+    wall_s: float = 0.0
+    turns: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+class DiffStats(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    files: int = 0
+    added: int = 0
+    removed: int = 0
+
+
+class PhaseRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    phase: Literal["build", "fix"]
+    agent: AgentOutcome
+    code_sha256: str
+    diff: DiffStats
+    run: TestRun
+    outcomes: dict[str, Status]
+    categories: dict[str, Category]
+    counts: Counts
+    execution_error: bool = Field(description="whether this evaluation triggers Fix")
+
+
+class StepRecord(Record):
+    """Everything needed to re-score one step without Docker."""
+
+    index: int
+    prev_version: str
+    next_version: str
+    spec_level: str
+    upgrade_related: list[str]
+    new_gold: dict[str, Status]
+    flaky: list[str] = Field(default_factory=list)
+    prev_outcomes: dict[str, Status]
+    build: PhaseRecord
+    fix: PhaseRecord | None = None
+    fix_report: str | None = None
+
+    @property
+    def agent_failed(self) -> bool:
+        last = self.fix or self.build
+        return last.agent.status != "ok"
+
+
+class RunRecord(Record):
+    """The identity of a run folder; a resumed run must match it."""
+
+    run_id: str
+    chain: str
+    agent: str
+    spec_level: str
+    oracle_hash: str
+    steps_total: int
+    status: Literal["running", "finished", "stopped"] = "running"
+    stop_reason: str | None = None
+
+
+class StepScore(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    index: int
+    prev_version: str
+    next_version: str
+    upgrade_related: int
+    fix_ran: bool
+    build: Metrics
+    build_fix: Metrics
+    categories_build: dict[Category, int]
+    categories_build_fix: dict[Category, int]
+    agent_status: str
+    cost_usd: float | None = None
+    wall_s: float = 0.0
+
+
+class Scorecard(Record):
+    chain: str
+    agent: str
+    spec_level: str
+    steps_total: int
+    steps_scored: int
+    stop_reason: str | None = None
+    build: Metrics
+    build_fix: Metrics
+    steps: list[StepScore]

@@ -1,0 +1,231 @@
+"""A full chain run with one agent: the Build+Fix protocol, step by step, resumable.
+
+Per step: evaluate prev, let the agent build, evaluate curr in a fresh
+target-version container; on an execution-level error give the agent one Fix
+with the error report, and evaluate again. Each finished step is written to
+the output folder before the next starts, so a killed run resumes from the
+first unfinished step.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tarfile
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from swechain_ci import images as image_builds
+from swechain_ci import oracle as oracles
+from swechain_ci import progress, sources, trees
+from swechain_ci.agents import resolve_agent
+from swechain_ci.agents.base import Agent, PhaseContext, Workspace
+from swechain_ci.chain import Chain, load_chain
+from swechain_ci.errors import SwechainError
+from swechain_ci.evaluate import evaluate
+from swechain_ci.fix_report import build_report
+from swechain_ci.models import AgentOutcome, ChainOracle, PhaseRecord, RunRecord, Scorecard, Status, StepOracle, StepRecord, TestRun
+from swechain_ci.outcomes import has_execution_error, resolve
+from swechain_ci.records import read_model, write_bytes, write_model, write_text
+from swechain_ci.report import write_scorecard
+from swechain_ci.sandbox import DockerSandbox
+from swechain_ci.score import categorize, count, scorecard
+from swechain_ci.specs import load_specs
+
+SPEC_FILE = "/app/SPEC.md"
+FIX_REPORT_FILE = "/app/FIX_REPORT.md"
+
+
+def step_dir(output: Path, step: StepOracle) -> Path:
+    return output / "steps" / f"{step.index:02d}-{step.prev_version}-{step.next_version}"
+
+
+def finished_steps(output: Path) -> list[StepRecord]:
+    return sorted(
+        (read_model(p, StepRecord) for p in output.glob("steps/*/step.json")), key=lambda s: s.index
+    )
+
+
+def open_run(output: Path, chain: Chain, agent: Agent, level: str) -> RunRecord | None:
+    """The existing run in ``output`` if it is this run; refuse anything else without touching it."""
+    record_path = output / "run.json"
+    if record_path.exists():
+        record = read_model(record_path, RunRecord)
+        mine = (chain.id, agent.name, level)
+        theirs = (record.chain, record.agent, record.spec_level)
+        if mine != theirs:
+            raise SwechainError(
+                f"{output} holds a run of chain {theirs[0]} with agent {theirs[1]} at level {theirs[2]}; "
+                f"choose another --output for chain {mine[0]} with agent {mine[1]} at level {mine[2]}"
+            )
+        return record
+    if output.exists() and any(output.iterdir()):
+        raise SwechainError(f"{output} is not empty and holds no run.json; choose an empty or new --output folder")
+    return None
+
+
+def snapshot(code: Path) -> bytes:
+    """The agent's codebase at the end of a step: archived where the agent cannot read it."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(code, arcname="code")
+    return buffer.getvalue()
+
+
+def restore(archive: Path, dest: Path) -> None:
+    trees.unpack_untrusted([archive.read_bytes()], dest, strip="code")
+
+
+class ChainRun:
+    def __init__(
+        self, sandbox: DockerSandbox, chain: Chain, agent: Agent, oracle: ChainOracle,
+        chain_images: image_builds.ChainImages, output: Path, record: RunRecord, specs: dict[tuple[str, str], str],
+    ) -> None:
+        self.sandbox, self.chain, self.agent, self.oracle = sandbox, chain, agent, oracle
+        self.images, self.output, self.record, self.specs = chain_images, output, record, specs
+        self.labels = {"swechain-ci.run": record.run_id}
+        self.evaluations: dict[tuple[str, str], TestRun] = {}
+
+    def evaluate(self, version: str, code: Path) -> TestRun:
+        """Evaluate once per (target version, code content) within this run."""
+        key = (version, trees.digest(code))
+        if key not in self.evaluations:
+            self.evaluations[key] = evaluate(self.sandbox, self.chain, self.images.versions[version], code, self.labels)
+        return self.evaluations[key]
+
+    def run_agent(self, ctx: PhaseContext) -> AgentOutcome:
+        started = time.monotonic()
+        try:
+            outcome = self.agent.run(ctx)
+        except Exception as exc:  # an agent crash ends the chain, never the harness
+            outcome = AgentOutcome(status="crashed", detail=f"{type(exc).__name__}: {exc}"[:2000])
+        return outcome.model_copy(update={"wall_s": round(time.monotonic() - started, 3)})
+
+    def phase(
+        self, name: str, step: StepOracle, workspace: Workspace, before: Path, after: Path,
+        prev_outcomes: dict[str, Status], fix_report: str | None,
+    ) -> PhaseRecord:
+        folder = step_dir(self.output, step)
+        ctx = PhaseContext(
+            phase=name, step_index=step.index, prev_version=step.prev_version, next_version=step.next_version,
+            spec=self.specs[(step.prev_version, step.next_version)], fix_report=fix_report,
+            workspace=workspace, chain=self.chain, log=folder / "logs" / f"agent-{name}.log",
+        )
+        ctx.log.parent.mkdir(parents=True, exist_ok=True)
+        progress.say(f"step {step.index}/{len(self.oracle.steps)} {name}: agent {self.agent.name} at work")
+        outcome = self.run_agent(ctx)
+        workspace.pull_code(after)
+        patch = trees.diff(before, after)
+        write_text(folder / f"{name}.diff", patch)
+        progress.say(f"step {step.index}/{len(self.oracle.steps)} {name}: hidden tests of {step.next_version}")
+        run = self.evaluate(step.next_version, after)
+        outcomes = resolve(run, step.new_gold)
+        universe = step.scored_universe
+        categories = categorize(step.upgrade_related, universe, prev_outcomes, outcomes)
+        return PhaseRecord(
+            phase=name, agent=outcome, code_sha256=trees.digest(after), diff=trees.diff_stats(patch),
+            run=run, outcomes=outcomes, categories=categories, counts=count(categories),
+            execution_error=has_execution_error(run, outcomes),
+        )
+
+    def step(self, step: StepOracle, workspace: Workspace, current: Path, work: Path) -> tuple[StepRecord, Path]:
+        folder = step_dir(self.output, step)
+        if folder.exists():
+            shutil.rmtree(folder)  # a step cut short by a kill starts over
+        workspace.put_text(SPEC_FILE, self.specs[(step.prev_version, step.next_version)])
+        workspace.remove(FIX_REPORT_FILE)
+        if step.index == 1:
+            prev_outcomes = step.old_gold  # prev at step 1 is old gold by definition
+        else:
+            progress.say(f"step {step.index}/{len(self.oracle.steps)}: hidden tests of {step.next_version} on prev")
+            prev_outcomes = resolve(self.evaluate(step.next_version, current), step.new_gold)
+        build_code = work / f"step{step.index}-build"
+        build = self.phase("build", step, workspace, current, build_code, prev_outcomes, None)
+        fix, report, final_code = None, None, build_code
+        if build.agent.status == "ok" and build.execution_error:
+            report = build_report(build.run)
+            write_text(folder / "fix_report.md", report)
+            workspace.put_text(FIX_REPORT_FILE, report)
+            final_code = work / f"step{step.index}-fix"
+            fix = self.phase("fix", step, workspace, build_code, final_code, prev_outcomes, report)
+        record = StepRecord(
+            index=step.index, prev_version=step.prev_version, next_version=step.next_version,
+            spec_level=self.record.spec_level, upgrade_related=step.upgrade_related, new_gold=step.new_gold,
+            flaky=step.flaky, prev_outcomes=prev_outcomes, build=build, fix=fix, fix_report=report,
+        )
+        write_bytes(folder / "code.tar.gz", snapshot(final_code))
+        write_model(folder / "step.json", record)  # written last: its presence marks the step finished
+        return record, final_code
+
+    def execute(self) -> None:
+        done = finished_steps(self.output)
+        remaining = self.oracle.steps[len(done):]
+        removed = self.sandbox.remove_labelled(self.labels)
+        if removed:
+            progress.say(f"removed {removed} container(s) left by an interrupted run")
+        agent_image = image_builds.ensure_agent_image(self.sandbox, self.chain, self.images.deps)
+        container = self.sandbox.start_agent_container(agent_image, self.chain.config.limits, self.labels)
+        try:
+            workspace = Workspace(container)
+            with tempfile.TemporaryDirectory(prefix="swechain-run-") as tmp:
+                work = Path(tmp)
+                current = work / "start"
+                if done:
+                    progress.say(f"resuming after step {done[-1].index}")
+                    restore(step_dir(self.output, self.oracle.steps[len(done) - 1]) / "code.tar.gz", current)
+                    workspace.push_code(current)
+                else:
+                    trees.copy_tree(sources.materialize(self.chain, self.chain.versions[0]).code, current)
+                for step in remaining:
+                    record, current = self.step(step, workspace, current, work)
+                    if record.agent_failed:
+                        last = record.fix or record.build
+                        self.record = self.record.model_copy(update={
+                            "status": "stopped",
+                            "stop_reason": f"step {step.index}: agent {last.agent.status}: {last.agent.detail}"[:500],
+                        })
+                        write_model(self.output / "run.json", self.record)
+                        return
+            self.record = self.record.model_copy(update={"status": "finished"})
+            write_model(self.output / "run.json", self.record)
+        finally:
+            container.remove()
+
+
+def run_chain(chain_name: str, agent_spec: str, output: Path, spec_level: str | None = None) -> Scorecard:
+    chain = load_chain(chain_name)
+    agent = resolve_agent(agent_spec)
+    level = spec_level or chain.config.default_spec_level
+    specs = load_specs(chain, level)
+    output = output.resolve()
+    record = open_run(output, chain, agent, level)
+    if record is not None and record.status != "running":
+        progress.say(f"{output} holds a {record.status} run; re-scoring it")
+        return rescore(output)
+    sandbox = DockerSandbox()
+    chain_images = image_builds.ensure_images(sandbox, chain)
+    oracle = oracles.build(sandbox, chain, chain_images)
+    if record is None:
+        record = RunRecord(
+            run_id=uuid.uuid4().hex[:12], chain=chain.id, agent=agent.name, spec_level=level,
+            oracle_hash=oracle.inputs_hash, steps_total=len(oracle.steps),
+        )
+        output.mkdir(parents=True, exist_ok=True)
+        write_model(output / "run.json", record)
+    elif record.oracle_hash != oracle.inputs_hash:
+        raise SwechainError(
+            f"{output}: the chain's oracle changed since this run started (images or chain.yaml differ); "
+            "start a new run in another --output folder"
+        )
+    ChainRun(sandbox, chain, agent, oracle, chain_images, output, record, specs).execute()
+    return rescore(output)
+
+
+def rescore(output: Path) -> Scorecard:
+    """Recompute the scorecard from stored records alone; no Docker."""
+    record = read_model(output / "run.json", RunRecord)
+    card = scorecard(record, finished_steps(output))
+    write_scorecard(output, card)
+    return card

@@ -1,0 +1,218 @@
+"""The sandbox: one narrow interface over Docker, the real backend.
+
+Containers get no network, run as non-root users, with memory, CPU and pids
+limits, bounded logs, and wall-clock limits enforced from the host.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+import docker.errors
+from docker.types import LogConfig
+
+from swechain_ci.chain import Limits
+from swechain_ci.errors import SwechainError
+
+LABEL = "swechain-ci"
+RUNNER_UID = 1001
+AGENT_UID = 1000
+LOG_CONFIG = LogConfig(type=LogConfig.types.JSON, config={"max-size": "10m", "max-file": "1"})
+
+
+@dataclass
+class ContainerResult:
+    exit_code: int | None
+    timed_out: bool
+    files: dict[str, bytes]
+    logs_tail: str
+
+
+@dataclass
+class ExecResult:
+    exit_code: int
+    output: bytes
+
+
+def hardening(limits: Limits) -> dict:
+    return {
+        "network_mode": "none",
+        "mem_limit": limits.memory,
+        "memswap_limit": limits.memory,
+        "nano_cpus": int(limits.cpus * 1e9),
+        "pids_limit": limits.pids,
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "log_config": LOG_CONFIG,
+    }
+
+
+def read_tar_files(chunks: Iterator[bytes]) -> dict[str, bytes]:
+    data = io.BytesIO(b"".join(chunks))
+    files = {}
+    with tarfile.open(fileobj=data) as tar:
+        for member in tar:
+            if member.isreg():
+                handle = tar.extractfile(member)
+                files[member.name.split("/", 1)[-1]] = handle.read() if handle else b""
+    return files
+
+
+def single_file_tar(name: str, content: bytes, uid: int) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo(name)
+        info.size, info.mode, info.uid, info.gid, info.mtime = len(content), 0o644, uid, uid, int(time.time())
+        tar.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
+
+
+class DockerSandbox:
+    def __init__(self) -> None:
+        try:
+            self.client = docker.from_env(timeout=300)
+            self.client.ping()
+        except docker.errors.DockerException as exc:
+            raise SwechainError(
+                f"no Docker engine reachable ({str(exc).splitlines()[0][:160]}): start one with "
+                "`dockerd --bridge=none --iptables=false &` (scripts/setup does it) or point DOCKER_HOST at it"
+            ) from None
+
+    # images -----------------------------------------------------------------
+
+    def image_id(self, ref: str) -> str | None:
+        try:
+            return self.client.images.get(ref).id
+        except docker.errors.ImageNotFound:
+            return None
+
+    def pull(self, ref: str) -> str | None:
+        try:
+            return self.client.images.pull(ref).id
+        except docker.errors.APIError:
+            return None
+
+    def import_image(self, tar_path: Path, ref: str) -> str:
+        repository, _, tag = ref.rpartition(":")
+        with open(tar_path, "rb") as handle:
+            self.client.api.import_image_from_data(handle.read(), repository=repository, tag=tag)
+        image = self.image_id(ref)
+        if image is None:
+            raise SwechainError(f"docker import did not produce {ref}")
+        return image
+
+    def build(self, context: Path, dockerfile: str, tag: str, buildargs: dict[str, str], log: Path) -> str:
+        """Build with no network, streaming the builder's output to ``log``."""
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "w") as out:
+            try:
+                for chunk in self.client.api.build(
+                    path=str(context), dockerfile=dockerfile, tag=tag, buildargs=buildargs,
+                    network_mode="none", rm=True, forcerm=True, decode=True, labels={LABEL: "image"},
+                ):
+                    if "stream" in chunk:
+                        out.write(chunk["stream"])
+                    if "error" in chunk:
+                        out.write(chunk["error"])
+                        raise SwechainError(f"image build of {tag} failed: {chunk['error'].strip()} (log: {log})")
+            except docker.errors.APIError as exc:
+                raise SwechainError(f"image build of {tag} failed: {exc} (log: {log})") from None
+        image = self.image_id(tag)
+        if image is None:
+            raise SwechainError(f"image build of {tag} produced no image (log: {log})")
+        return image
+
+    # one-shot containers ----------------------------------------------------
+
+    def run_once(
+        self,
+        image: str,
+        command: list[str],
+        archives: list[tuple[str, bytes]],
+        collect: str,
+        limits: Limits,
+        timeout_s: float,
+        labels: dict[str, str],
+    ) -> ContainerResult:
+        """A fresh container: copy archives in, run, kill at the time limit, copy ``collect`` out."""
+        container = self.client.containers.create(
+            image, command, user=str(RUNNER_UID), working_dir="/work", labels={LABEL: "eval", **labels},
+            tmpfs={"/tmp": "rw,nosuid,nodev,size=1g,mode=1777"}, **hardening(limits),
+        )
+        try:
+            for destination, archive in archives:
+                container.put_archive(destination, archive)
+            container.start()
+            timed_out = False
+            try:
+                status = container.wait(timeout=timeout_s)
+                exit_code = status.get("StatusCode")
+            except Exception:  # requests' ReadTimeout or ConnectionError: the limit passed
+                timed_out = True
+                container.kill()
+                exit_code = None
+            logs = container.logs(tail=200).decode(errors="replace")
+            try:
+                stream, _ = container.get_archive(collect)
+                files = read_tar_files(stream)
+            except docker.errors.NotFound:
+                files = {}
+            return ContainerResult(exit_code, timed_out, files, logs[-8000:])
+        finally:
+            container.remove(force=True)
+
+    # persistent agent containers -------------------------------------------
+
+    def start_agent_container(self, image: str, limits: Limits, labels: dict[str, str]) -> AgentContainer:
+        container = self.client.containers.run(
+            image, ["sleep", "infinity"], detach=True, user=str(AGENT_UID), working_dir="/app",
+            labels={LABEL: "agent", **labels}, init=True, **hardening(limits),
+        )
+        return AgentContainer(container)
+
+    def remove_labelled(self, labels: dict[str, str]) -> int:
+        """Remove containers a killed earlier process left behind."""
+        filters = {"label": [f"{k}={v}" for k, v in labels.items()]}
+        stale = self.client.containers.list(all=True, filters=filters)
+        for container in stale:
+            container.remove(force=True)
+        return len(stale)
+
+
+class AgentContainer:
+    """The persistent per-run container an agent works in, at /app."""
+
+    def __init__(self, container) -> None:
+        self.container = container
+
+    def exec(self, command: list[str], user: int = AGENT_UID, timeout_s: float | None = None) -> ExecResult:
+        if timeout_s is not None:
+            command = ["timeout", "-s", "KILL", str(int(timeout_s)), *command]
+        result = self.container.exec_run(command, user=str(user), workdir="/app", demux=False)
+        return ExecResult(result.exit_code, result.output or b"")
+
+    def put_file(self, path: str, content: bytes, uid: int = 0) -> None:
+        directory, _, name = path.rpartition("/")
+        self.container.put_archive(directory or "/", single_file_tar(name, content, uid))
+
+    def remove_path(self, path: str) -> None:
+        self.exec(["rm", "-rf", path])
+
+    def put_tree(self, archive: bytes, parent: str) -> None:
+        self.container.put_archive(parent, archive)
+
+    def get_tree(self, path: str) -> Iterator[bytes]:
+        stream, _ = self.container.get_archive(path)
+        return stream
+
+    def remove(self) -> None:
+        try:
+            self.container.remove(force=True)
+        except docker.errors.DockerException:
+            pass

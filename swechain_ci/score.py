@@ -1,0 +1,138 @@
+"""Scoring as SWE-Chain defines it: pure functions over per-test outcome maps.
+
+Nothing here touches Docker or the disk, so stored results re-score exactly.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+from swechain_ci.models import (
+    BROKEN,
+    SCOREABLE,
+    Category,
+    Counts,
+    Metrics,
+    RunRecord,
+    Scorecard,
+    Status,
+    StepRecord,
+    StepScore,
+)
+
+
+def categorize(
+    upgrade_related: Iterable[str],
+    universe: Iterable[str],
+    prev: Mapping[str, Status],
+    curr: Mapping[str, Status],
+) -> dict[str, Category]:
+    """Category of every scored test.
+
+    ``universe`` is the tests that pass on new gold (flaky ones already left
+    out). A test is scored only when its prev and curr status are each passed,
+    failed or error.
+    """
+    related = set(upgrade_related)
+    categories: dict[str, Category] = {}
+    for test in sorted(universe):
+        before, after = prev.get(test), curr.get(test)
+        if before not in SCOREABLE or after not in SCOREABLE:
+            continue
+        if test in related:
+            categories[test] = Category.resolved if after == Status.passed else Category.unresolved
+        elif before == Status.passed:
+            categories[test] = Category.preserved if after == Status.passed else Category.regressed
+        else:
+            categories[test] = Category.recovered if after == Status.passed else Category.unrecovered
+    return categories
+
+
+def count(categories: Mapping[str, Category]) -> Counts:
+    tally = Counter(categories.values())
+    return Counts(
+        tp=tally[Category.resolved],
+        fn=tally[Category.unresolved],
+        fp=tally[Category.regressed],
+        tn=tally[Category.preserved],
+        recovered=tally[Category.recovered],
+        unrecovered=tally[Category.unrecovered],
+    )
+
+
+def ratio(numerator: float, denominator: float) -> float | None:
+    """A ratio whose denominator is 0 is undefined (None), never 0 or 1."""
+    return None if denominator == 0 else numerator / denominator
+
+
+def step_metrics(counts: Counts) -> Metrics:
+    tp, fn, fp = counts.tp, counts.fn, counts.fp
+    return Metrics(
+        resolving=ratio(tp, tp + fn),
+        precision=ratio(tp, tp + fp),
+        f1=ratio(2 * tp, 2 * tp + fp + fn),
+        tp=tp,
+        fn=fn,
+        fp=fp,
+    )
+
+
+def chain_metrics(per_step: Iterable[Counts]) -> Metrics:
+    """Micro-average: sum TP, FN, FP over steps; F1 = 2PR/(P+R)."""
+    steps = list(per_step)
+    tp = sum(c.tp for c in steps)
+    fn = sum(c.fn for c in steps)
+    fp = sum(c.fp for c in steps)
+    resolving = ratio(tp, tp + fn)
+    precision = ratio(tp, tp + fp)
+    f1 = None
+    if resolving is not None and precision is not None:
+        f1 = ratio(2 * precision * resolving, precision + resolving)
+    return Metrics(resolving=resolving, precision=precision, f1=f1, tp=tp, fn=fn, fp=fp)
+
+
+def category_tally(categories: Mapping[str, Category]) -> dict[Category, int]:
+    tally = Counter(categories.values())
+    return {c: tally[c] for c in Category}
+
+
+def score_step(step: StepRecord) -> tuple[StepScore, Counts, Counts]:
+    """Score one step's Build and Build+Fix from its stored outcome maps."""
+    universe = {t for t, s in step.new_gold.items() if s == Status.passed} - set(step.flaky)
+    build_categories = categorize(step.upgrade_related, universe, step.prev_outcomes, step.build.outcomes)
+    final = step.fix or step.build
+    final_categories = categorize(step.upgrade_related, universe, step.prev_outcomes, final.outcomes)
+    build_counts, final_counts = count(build_categories), count(final_categories)
+    phases = [step.build] + ([step.fix] if step.fix else [])
+    costs = [p.agent.cost_usd for p in phases if p.agent.cost_usd is not None]
+    score = StepScore(
+        index=step.index,
+        prev_version=step.prev_version,
+        next_version=step.next_version,
+        upgrade_related=len(set(step.upgrade_related) & universe),
+        fix_ran=step.fix is not None,
+        build=step_metrics(build_counts),
+        build_fix=step_metrics(final_counts),
+        categories_build=category_tally(build_categories),
+        categories_build_fix=category_tally(final_categories),
+        agent_status=final.agent.status,
+        cost_usd=sum(costs) if costs else None,
+        wall_s=sum(p.agent.wall_s for p in phases),
+    )
+    return score, build_counts, final_counts
+
+
+def scorecard(run: RunRecord, steps: list[StepRecord]) -> Scorecard:
+    scored = [score_step(s) for s in sorted(steps, key=lambda s: s.index)]
+    return Scorecard(
+        chain=run.chain,
+        agent=run.agent,
+        spec_level=run.spec_level,
+        steps_total=run.steps_total,
+        steps_scored=len(scored),
+        stop_reason=run.stop_reason,
+        build=chain_metrics(b for _, b, _ in scored),
+        build_fix=chain_metrics(f for _, _, f in scored),
+        steps=[s for s, _, _ in scored],
+    )

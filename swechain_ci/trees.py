@@ -1,0 +1,200 @@
+"""Code trees on the host: copy, hash, pack into tar, unpack safely, diff, patch."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from unidiff import PatchSet
+
+from swechain_ci.errors import SwechainError
+from swechain_ci.models import DiffStats
+
+# Never part of a codebase: VCS data, caches and packaging by-products.
+JUNK_NAMES = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".nox"})
+JUNK_SUFFIXES = (".pyc", ".pyo", ".egg-info")
+MAX_TREE_BYTES = 200 * 1024 * 1024
+
+
+def is_junk(relative: PurePosixPath) -> bool:
+    return any(part in JUNK_NAMES or part.endswith(JUNK_SUFFIXES) for part in relative.parts)
+
+
+def iter_tree(root: Path):
+    """Relative paths of files and symlinks under ``root``, sorted, junk left out."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        base = Path(dirpath)
+        rel_base = PurePosixPath(base.relative_to(root).as_posix())
+        kept = []
+        for d in sorted(dirnames):
+            rel = rel_base / d
+            if is_junk(rel):
+                continue
+            if (base / d).is_symlink():
+                yield rel
+            else:
+                kept.append(d)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            rel = rel_base / name
+            if not is_junk(rel):
+                yield rel
+
+
+def link_stays_inside(root: Path, link: Path) -> bool:
+    target = os.readlink(link)
+    if os.path.isabs(target):
+        return False
+    resolved = os.path.normpath(os.path.join(os.path.dirname(link), target))
+    return os.path.commonpath([str(root), resolved]) == str(root)
+
+
+def copy_tree(source: Path, dest: Path, exclude=lambda rel: False) -> None:
+    """Copy without following symlinks; links that point out of the tree are dropped."""
+    dest.mkdir(parents=True, exist_ok=True)
+    source = source.resolve()
+    for rel in iter_tree(source):
+        if exclude(rel):
+            continue
+        src, dst = source / rel, dest / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            if link_stays_inside(source, src):
+                os.symlink(os.readlink(src), dst)
+        elif src.is_file():
+            shutil.copy2(src, dst)
+
+
+def digest(root: Path) -> str:
+    """Content hash of a tree: paths, bytes, link targets and the executable bit."""
+    h = hashlib.sha256()
+    for rel in iter_tree(root):
+        path = root / rel
+        h.update(str(rel).encode() + b"\0")
+        if path.is_symlink():
+            h.update(b"L" + os.readlink(path).encode())
+        elif path.is_file():
+            h.update(b"X" if os.access(path, os.X_OK) else b"F")
+            h.update(hashlib.sha256(path.read_bytes()).digest())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def pack(root: Path, prefix: str, uid: int = 0, gid: int = 0) -> bytes:
+    """A tar of ``root`` under ``prefix``, owned by ``uid:gid``, for ``put_archive``."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        top = tarfile.TarInfo(prefix)
+        top.type, top.mode, top.uid, top.gid = tarfile.DIRTYPE, 0o755, uid, gid
+        tar.addfile(top)
+        added_dirs: set[str] = set()
+        for rel in iter_tree(root):
+            path = root / rel
+            info = tar.gettarinfo(str(path), arcname=f"{prefix}/{rel}")
+            info.uid, info.gid, info.uname, info.gname = uid, gid, "", ""
+            parent_parts = rel.parts[:-1]
+            for i in range(len(parent_parts)):
+                # Directories are added explicitly so that they get the right owner.
+                d = "/".join(parent_parts[: i + 1])
+                if d not in added_dirs:
+                    added_dirs.add(d)
+                    dinfo = tarfile.TarInfo(f"{prefix}/{d}")
+                    dinfo.type, dinfo.mode, dinfo.uid, dinfo.gid = tarfile.DIRTYPE, 0o755, uid, gid
+                    tar.addfile(dinfo)
+            if info.isreg():
+                with open(path, "rb") as handle:
+                    tar.addfile(info, handle)
+            elif info.issym():
+                tar.addfile(info)
+    return buffer.getvalue()
+
+
+def unpack_untrusted(chunks, dest: Path, strip: str) -> None:
+    """Extract a tar stream that an agent produced, keeping only what is safe.
+
+    Regular files, directories and symlinks that stay inside the tree; no
+    devices, no hard links, nothing outside ``dest``, at most MAX_TREE_BYTES.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    data = io.BytesIO()
+    for chunk in chunks:
+        data.write(chunk)
+        if data.tell() > MAX_TREE_BYTES * 2:
+            raise SwechainError(f"the agent's code tree exceeds {MAX_TREE_BYTES // 2**20} MiB")
+    data.seek(0)
+    total = 0
+    root = dest.resolve()
+    with tarfile.open(fileobj=data, mode="r") as tar:
+        for member in tar:
+            name = PurePosixPath(member.name)
+            if name.parts and name.parts[0] == strip:
+                name = PurePosixPath(*name.parts[1:]) if len(name.parts) > 1 else PurePosixPath(".")
+            if str(name) == "." or name.is_absolute() or ".." in name.parts or is_junk(name):
+                continue
+            target = dest / name
+            if member.isdir():
+                target.mkdir(parents=True, exist_ok=True)
+            elif member.isreg():
+                total += member.size
+                if total > MAX_TREE_BYTES:
+                    raise SwechainError(f"the agent's code tree exceeds {MAX_TREE_BYTES // 2**20} MiB")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                source = tar.extractfile(member)
+                target.write_bytes(source.read() if source else b"")
+                target.chmod(0o755 if member.mode & 0o111 else 0o644)
+            elif member.issym():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.symlink(member.linkname, target)
+                if not link_stays_inside(root, target):
+                    target.unlink()
+
+
+def git(*args: str, cwd: Path | None = None, input: bytes | None = None) -> bytes:
+    env = {
+        **os.environ,
+        # A tree inside some repository must not be taken for that repository.
+        "GIT_CEILING_DIRECTORIES": str(cwd.resolve().parent) if cwd else "",
+        "GIT_AUTHOR_NAME": "swechain-ci",
+        "GIT_AUTHOR_EMAIL": "swechain-ci@localhost",
+        "GIT_COMMITTER_NAME": "swechain-ci",
+        "GIT_COMMITTER_EMAIL": "swechain-ci@localhost",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
+    result = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, env=env)
+    if result.returncode != 0:
+        raise SwechainError(f"git {args[0]} failed: {result.stderr.decode(errors='replace').strip()}")
+    return result.stdout
+
+
+def diff(before: Path, after: Path) -> str:
+    """A git-style patch taking ``before`` to ``after`` (paths relative to the tree roots)."""
+    with tempfile.TemporaryDirectory(prefix="swechain-diff-") as tmp:
+        gitdir = Path(tmp) / "git"
+        git("init", "-q", "--bare", str(gitdir))
+        git(f"--git-dir={gitdir}", f"--work-tree={before}", "add", "-A", "--force", ".")
+        git(f"--git-dir={gitdir}", f"--work-tree={before}", "commit", "-q", "--allow-empty", "-m", "before")
+        git(f"--git-dir={gitdir}", f"--work-tree={after}", "add", "-A", "--force", ".")
+        return git(f"--git-dir={gitdir}", "diff", "--cached", "--binary", "--no-renames", "--no-color").decode(
+            errors="replace"
+        )
+
+
+def apply_patch(tree: Path, patch: str) -> None:
+    """Apply a patch to a tree in place, as ``git apply`` would."""
+    if not patch.strip():
+        return
+    git("apply", "--whitespace=nowarn", "--unsafe-paths", "-", cwd=tree, input=patch.encode())
+
+
+def diff_stats(patch: str) -> DiffStats:
+    if not patch.strip():
+        return DiffStats()
+    parsed = PatchSet(patch)
+    return DiffStats(files=len(parsed), added=parsed.added, removed=parsed.removed)
