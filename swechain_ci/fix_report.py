@@ -51,8 +51,9 @@ def build_report(run: TestRun) -> str:
     if run.timed_out:
         sections += ["## Time limit", "", "The test run did not finish within its time limit.", ""]
     if run.collection_errors:
-        output = "\n".join(run.collection_errors.values())[-COLLECTION_TAIL_CHARS:]
-        sections += ["## Collection errors (tail)", "", "```", normalise(output), "```", ""]
+        distinct = list(dict.fromkeys(normalise(e) for e in run.collection_errors.values()))
+        output = "\n".join(distinct)[-COLLECTION_TAIL_CHARS:]
+        sections += ["## Collection errors (tail)", "", "```", output, "```", ""]
     if run.failed_imports:
         sections += ["## Failed imports in test modules", ""]
         seen = []

@@ -51,6 +51,7 @@ class _MissingNames(types.ModuleType):
 
 
 def _tolerant_import(name, globals=None, locals=None, fromlist=(), level=0):
+    __tracebackhide__ = True  # keep the harness out of the tracebacks agents read
     if not fromlist or not _is_hidden_test_code(globals):
         return _real_import(name, globals, locals, fromlist, level)
     shown = "." * level + name

@@ -1,0 +1,3 @@
+from swechain_ci.cli import main
+
+main()

@@ -1,0 +1,55 @@
+"""Shared fixtures. Docker, git and pytest are real here; nothing is mocked."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "swechain_ci"]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO, timeout: float = 600):
+    """The real console entry point in a subprocess, as workflows call it."""
+    return subprocess.run(
+        [*CLI, *args], cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def load_json(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="session")
+def docker_engine():
+    """A reachable Docker engine; scripts/setup starts one. Missing it is a failure, not a skip."""
+    result = subprocess.run(["docker", "info"], capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.fail("no Docker engine reachable: run scripts/setup first (it starts dockerd)")
+
+
+@pytest.fixture(scope="session")
+def toy_oracle(docker_engine):
+    result = run_cli("chain", "build", "toy")
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+@pytest.fixture(scope="session")
+def runs_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("runs")
+
+
+@pytest.fixture
+def project_copy(tmp_path: Path) -> Path:
+    """A project root (chains, specs, dockerfiles) that a test may change freely."""
+    root = tmp_path / "project"
+    for name in ("chains", "specs", "dockerfiles"):
+        shutil.copytree(REPO / name, root / name)
+    return root
