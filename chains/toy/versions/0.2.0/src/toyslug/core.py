@@ -1,0 +1,75 @@
+"""Core slug helpers: turning arbitrary text into slugs and shortening text."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+__all__ = ["slugify", "truncate", "unique_slug"]
+
+# A "word" is a run of lowercase ASCII letters or digits; anything else separates words.
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def slugify(text: str, sep: str = "-") -> str:
+    """Return a URL-friendly slug for *text*.
+
+    The text is lower-cased and split into runs of ASCII letters and digits,
+    which are joined with *sep*.  Every other character (whitespace,
+    punctuation, underscores, non-ASCII letters) acts as a word boundary and
+    is dropped, so the slug never starts or ends with *sep*.
+
+    >>> slugify("Hello, World!")
+    'hello-world'
+    >>> slugify("Hello World", sep="_")
+    'hello_world'
+
+    :raises ValueError: if *sep* is empty.
+    """
+    if not sep:
+        raise ValueError("sep must be a non-empty string")
+    return sep.join(_WORD.findall(text.lower()))
+
+
+def truncate(text: str, length: int, ellipsis: str = "...") -> str:
+    """Shorten *text* to at most *length* characters.
+
+    Text that already fits is returned unchanged.  Longer text is cut and
+    *ellipsis* is appended to mark the cut; pass ``ellipsis=""`` for a hard
+    cut.  When *length* leaves no room for any text before the ellipsis, the
+    text is hard-cut to *length* characters instead.
+
+    :raises ValueError: if *length* is negative.
+    """
+    if length < 0:
+        raise ValueError("length must be non-negative")
+    if len(text) <= length:
+        return text
+    keep = length - len(ellipsis)
+    if not ellipsis or keep <= 0:
+        return text[:length]
+    return text[:keep] + ellipsis
+
+
+def unique_slug(text: str, existing: Iterable[str], sep: str = "-") -> str:
+    """Return a slug for *text* that is not already in *existing*.
+
+    The base slug is ``slugify(text, sep)``.  If it is taken, *sep* and a
+    counter are appended, starting at 2 and counting up until the slug is
+    free: ``"hello-world"``, ``"hello-world-2"``, ``"hello-world-3"``, ...
+    *existing* may be any iterable of strings; it is consumed once.
+
+    >>> unique_slug("Hello, World!", ["hello-world"])
+    'hello-world-2'
+
+    :raises ValueError: if *text* produces an empty slug, or *sep* is empty.
+    """
+    base = slugify(text, sep)
+    if not base:
+        raise ValueError(f"cannot build a slug from {text!r}")
+    taken = set(existing)
+    candidate, counter = base, 2
+    while candidate in taken:
+        candidate = f"{base}{sep}{counter}"
+        counter += 1
+    return candidate

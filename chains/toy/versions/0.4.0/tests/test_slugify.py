@@ -1,0 +1,70 @@
+"""Tests for toyslug.slugify."""
+
+import pytest
+
+from toyslug import is_slug, slugify
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("Hello World", "hello-world", id="spaces"),
+        pytest.param("Hello, World!", "hello-world", id="punctuation"),
+        pytest.param("Python 3.11 release", "python-3-11-release", id="digits"),
+        pytest.param("snake_case_name", "snake-case-name", id="underscores"),
+        pytest.param("  many --- dashes  ", "many-dashes", id="dash-runs"),
+    ],
+)
+def test_slugify_basic(text, expected):
+    assert slugify(text) == expected
+
+
+def test_slugify_empty():
+    assert slugify("") == ""
+    assert slugify("?!") == ""
+
+
+def test_slugify_custom_sep():
+    assert slugify("Hello big World", sep="_") == "hello_big_world"
+
+
+def test_slugify_rejects_empty_sep():
+    with pytest.raises(ValueError):
+        slugify("hello", sep="")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("café", "cafe", id="cafe"),
+        pytest.param("Crème brûlée", "creme-brulee", id="creme-brulee"),
+        pytest.param("Ångström naïve", "angstrom-naive", id="angstrom-naive"),
+    ],
+)
+def test_slugify_transliterates_accents(text, expected):
+    assert slugify(text) == expected
+
+
+def test_slugify_drops_non_latin():
+    assert slugify("Привет мир") == ""
+    assert slugify("hello мир") == "hello"
+
+
+@pytest.mark.slow
+def test_slugify_titles_are_valid_slugs(titles):
+    for title in titles:
+        assert is_slug(slugify(title)), title
+
+
+def test_slugify_max_length_keeps_whole_words():
+    assert slugify("The quick brown fox", max_length=12) == "the-quick"
+    assert slugify("The quick brown fox", max_length=100) == "the-quick-brown-fox"
+
+
+def test_slugify_max_length_cuts_long_first_word():
+    assert slugify("Supercalifragilistic words", max_length=5) == "super"
+
+
+def test_slugify_rejects_non_positive_max_length():
+    with pytest.raises(ValueError):
+        slugify("hello", max_length=0)
