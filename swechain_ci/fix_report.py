@@ -13,18 +13,25 @@ from swechain_ci.models import Status, TestRun
 
 COLLECTION_TAIL_CHARS = 2000
 MAX_MESSAGES = 20
+# Line numbers go first, so that a temp path ending in "file.py:12" still loses its number.
 NORMALISERS = [
     (re.compile(r"0x[0-9a-fA-F]+"), "0x…"),
-    (re.compile(r"/tmp/[^\s'\":]*"), "<tmp>"),
     (re.compile(r"\bline \d+"), "line N"),
     (re.compile(r"(\.py):\d+"), r"\1:N"),
+    (re.compile(r"/tmp/[^\s'\":()]*"), "<tmp>"),
 ]
+# Lines of pytest's summary carry pass counts, which the agent must not see.
+COUNT_LINE = re.compile(r"\b\d+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)\b")
 
 
 def normalise(message: str) -> str:
     for pattern, replacement in NORMALISERS:
         message = pattern.sub(replacement, message)
     return message.strip()
+
+
+def without_counts(output: str) -> str:
+    return "\n".join(line for line in output.splitlines() if not COUNT_LINE.search(line))
 
 
 def error_messages(run: TestRun) -> list[str]:
@@ -47,7 +54,8 @@ def build_report(run: TestRun) -> str:
     if run.execution_error:
         sections += ["## The test run itself failed", "", normalise(run.execution_error), ""]
         if run.output_tail:
-            sections += ["```", normalise(run.output_tail[-COLLECTION_TAIL_CHARS:]), "```", ""]
+            tail = without_counts(run.output_tail)[-COLLECTION_TAIL_CHARS:]
+            sections += ["```", normalise(tail), "```", ""]
     if run.timed_out:
         sections += ["## Time limit", "", "The test run did not finish within its time limit.", ""]
     if run.collection_errors:

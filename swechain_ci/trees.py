@@ -110,7 +110,7 @@ def pack(root: Path, prefix: str, uid: int = 0, gid: int = 0) -> bytes:
             if info.isreg():
                 with open(path, "rb") as handle:
                     tar.addfile(info, handle)
-            elif info.issym():
+            elif info.issym() and link_stays_inside(root.resolve(), root.resolve() / rel):
                 tar.addfile(info)
     return buffer.getvalue()
 

@@ -1,0 +1,114 @@
+"""Bad input gets a clear one-line error and a non-zero exit, and nothing already done is lost."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+NO_DOCKER = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+
+
+def error_line(result) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode != 0
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def folder_fingerprint(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def write_chain(root: Path, text: str) -> Path:
+    path = root / "chains" / "broken" / "chain.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("id: broken\npackage: p\nimport_name: p\nversions: [{version: '1.0', source: {kind: local, path: a}}]\n",
+         "field 'versions': List should have at least 2 items"),
+        ("id: broken\npackage: p\nimport_name: 9p\nversions: []\n", "field 'import_name': String should match pattern"),
+        ("id: broken\npackage: p\nimport_name: p\ntimeouts: {run_s: -1}\nversions: []\n", "field 'timeouts.run_s'"),
+        ("id: broken\npackage: p\nimport_name: p\nversions:\n - {version: '1', source: {kind: ftp, path: a}}\n"
+         " - {version: '2', source: {kind: local, path: b}}\n", "field 'versions.0.source'"),
+        ("id: broken\npackage: p\nimport_name: p\nprotected: []\n", "field 'protected': Extra inputs are not permitted"),
+        ("id: [unclosed\n", "is not valid YAML"),
+        ("- just\n- a list\n", "expected a mapping of chain fields"),
+    ],
+)
+def test_bad_chain_yaml_names_the_file_and_the_field(project_copy, text, expected):
+    path = write_chain(project_copy, text)
+    result = run_cli("chain", "build", "broken", env={"SWECHAIN_ROOT": str(project_copy), **NO_DOCKER})
+    line = error_line(result)
+    assert str(path) in line
+    assert expected in line
+
+
+def test_chain_id_must_match_its_folder(project_copy):
+    write_chain(project_copy, "id: other\npackage: p\nimport_name: p\nversions:\n"
+                " - {version: '1', source: {kind: local, path: a}}\n - {version: '2', source: {kind: local, path: b}}\n")
+    line = error_line(run_cli("chain", "build", "broken", env={"SWECHAIN_ROOT": str(project_copy)}))
+    assert "field 'id': is 'other' but the folder is 'broken'; make them equal" in line
+
+
+def test_unknown_chain_lists_the_known_ones():
+    line = error_line(run_cli("run", "--chain", "nosuch", "--agent", "oracle", "--output", "/tmp/never", env=NO_DOCKER))
+    assert "unknown chain 'nosuch'" in line and "known chains: toy" in line
+    assert not Path("/tmp/never").exists()
+
+
+def test_unknown_agent_names_the_builtin_agents(tmp_path):
+    line = error_line(run_cli("run", "--chain", "toy", "--agent", "gpt", "--output", str(tmp_path / "o"), env=NO_DOCKER))
+    assert "unknown agent 'gpt'" in line and "oracle, noop and replay:<patch folder>" in line
+
+
+def test_missing_spec_level_is_reported_with_the_levels_present(tmp_path):
+    line = error_line(run_cli("run", "--chain", "toy", "--agent", "noop", "--spec-level", "L5",
+                              "--output", str(tmp_path / "o"), env=NO_DOCKER))
+    assert "no level-L5 specification" in line and "levels present for every step: manual" in line
+
+
+def test_no_docker_engine_is_a_clear_error_and_loses_nothing(tmp_path):
+    output = tmp_path / "run"
+    first = run_cli("run", "--chain", "toy", "--agent", "noop", "--output", str(output), env=NO_DOCKER)
+    line = error_line(first)
+    assert "no Docker engine reachable" in line and "dockerd --bridge=none --iptables=false" in line
+    assert not output.exists()
+
+
+def test_an_existing_run_of_another_agent_is_never_overwritten(tmp_path):
+    output = tmp_path / "run"
+    output.mkdir()
+    (output / "run.json").write_text(
+        '{"schema_version": 1, "run_id": "abc", "chain": "toy", "agent": "oracle", "spec_level": "manual",'
+        ' "oracle_hash": "x", "steps_total": 3, "status": "running", "stop_reason": null}'
+    )
+    (output / "notes.txt").write_text("keep me")
+    before = folder_fingerprint(output)
+    line = error_line(run_cli("run", "--chain", "toy", "--agent", "noop", "--output", str(output)))
+    assert "holds a run of chain toy with agent oracle" in line
+    assert folder_fingerprint(output) == before
+
+
+def test_a_non_run_folder_is_refused(tmp_path):
+    (tmp_path / "precious.txt").write_text("data")
+    line = error_line(run_cli("run", "--chain", "toy", "--agent", "noop", "--output", str(tmp_path)))
+    assert "holds no run.json" in line
+    assert (tmp_path / "precious.txt").read_text() == "data"
+
+
+def test_score_of_a_folder_without_results(tmp_path):
+    line = error_line(run_cli("score", str(tmp_path)))
+    assert f"{tmp_path / 'run.json'} does not exist" in line
