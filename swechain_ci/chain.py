@@ -63,8 +63,6 @@ class PytestQuirks(Strict):
 class Timeouts(Strict):
     test_s: int = Field(60, gt=0, description="one hidden test")
     run_s: int = Field(600, gt=0, description="one whole hidden-test run")
-    agent_s: int = Field(1800, gt=0, description="one agent phase")
-    image_build_s: int = Field(1800, gt=0)
 
 
 class Limits(Strict):
