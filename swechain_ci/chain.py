@@ -132,7 +132,7 @@ class Chain:
 
     @property
     def steps(self) -> list[tuple[str, str]]:
-        return list(zip(self.versions, self.versions[1:]))
+        return list(zip(self.versions, self.versions[1:], strict=False))
 
     def version(self, version: str) -> ChainVersion:
         for entry in self.config.versions:

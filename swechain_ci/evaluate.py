@@ -11,10 +11,9 @@ from pathlib import Path
 
 from swechain_ci import trees
 from swechain_ci.chain import Chain
-from swechain_ci.models import FailedImport, Status, TestRun
+from swechain_ci.models import BROKEN, FailedImport, Status, TestRun
 from swechain_ci.sandbox import RUNNER_UID, DockerSandbox, single_file_tar
 
-BROKEN_STATUSES = {Status.failed, Status.error}
 # pytest exit codes: 0 all passed, 1 some failed, 5 nothing collected.
 TRUSTED_EXIT_CODES = {0, 1, 5}
 MESSAGE_CHARS = 600
@@ -134,7 +133,7 @@ def parse(files: dict[str, bytes], container_exit: int | None, host_timed_out: b
         stages = {s: (entry.get(s) or {}).get("outcome") for s in ("setup", "call", "teardown")}
         status = stage_status(entry.get("outcome"), stages, False)
         statuses[entry["nodeid"]] = status
-        if status in BROKEN_STATUSES:
+        if status in BROKEN:
             messages[entry["nodeid"]] = crash_message(entry)
     collection_errors = {
         c["nodeid"]: str(c.get("longrepr", ""))
@@ -155,7 +154,7 @@ def distrust(run: TestRun, report: dict, streamed: dict[str, Status]) -> str | N
     """Why a report cannot be taken at its word, or None when all cross-checks agree."""
     if run.exit_code not in TRUSTED_EXIT_CODES:
         return f"pytest exited with code {run.exit_code} (interrupted, internal or usage error)"
-    broken = any(s in BROKEN_STATUSES for s in run.statuses.values()) or bool(run.collection_errors)
+    broken = any(s in BROKEN for s in run.statuses.values()) or bool(run.collection_errors)
     if run.exit_code == 0 and broken:
         return "the report shows failures but pytest exited 0"
     if run.exit_code == 1 and not broken:

@@ -88,11 +88,6 @@ class StepOracle(Record):
     upgrade_related: list[str]
     flaky: list[str] = Field(default_factory=list)
 
-    @property
-    def scored_universe(self) -> set[str]:
-        flaky = set(self.flaky)
-        return {t for t, s in self.new_gold.items() if s == Status.passed and t not in flaky}
-
 
 class VersionSanity(Record):
     version: str

@@ -21,6 +21,7 @@ from swechain_ci.models import BROKEN, ChainOracle, Status, StepOracle, TestRun,
 from swechain_ci.outcomes import resolve
 from swechain_ci.records import read_model, write_model
 from swechain_ci.sandbox import DockerSandbox
+from swechain_ci.score import scored_universe
 from swechain_ci.settings import state_home
 
 
@@ -91,9 +92,7 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
         old_run = evaluate(sandbox, chain, images.versions[next_], sources.materialize(chain, prev).code, labels)
         old_gold = resolve(old_run, new_gold)
         flaky = flaky_tests(new_runs)
-        related = sorted(
-            t for t, s in new_gold.items() if s == Status.passed and old_gold[t] in BROKEN and t not in flaky
-        )
+        related = sorted(t for t in scored_universe(new_gold, flaky) if old_gold[t] in BROKEN)
         steps.append(StepOracle(
             index=index, prev_version=prev, next_version=next_, new_gold=new_gold, old_gold=old_gold,
             upgrade_related=related, flaky=flaky,

@@ -6,7 +6,7 @@ import time
 
 from rich.console import Console
 
-console = Console(stderr=True, highlight=False)
+console = Console(stderr=True, highlight=False, soft_wrap=True)
 _started = time.monotonic()
 
 

@@ -31,7 +31,7 @@ from swechain_ci.outcomes import has_execution_error, resolve
 from swechain_ci.records import read_model, write_bytes, write_model, write_text
 from swechain_ci.report import write_scorecard
 from swechain_ci.sandbox import DockerSandbox
-from swechain_ci.score import categorize, count, scorecard
+from swechain_ci.score import categorize, count, scorecard, scored_universe
 from swechain_ci.specs import load_specs
 
 SPEC_FILE = "/app/SPEC.md"
@@ -116,14 +116,17 @@ class ChainRun:
         ctx.log.parent.mkdir(parents=True, exist_ok=True)
         progress.say(f"step {step.index}/{len(self.oracle.steps)} {name}: agent {self.agent.name} at work")
         outcome = self.run_agent(ctx)
+        with open(ctx.log, "a") as log:
+            log.write(f"\n[swechain-ci] {name}: {outcome.status} {outcome.detail}\n")
         workspace.pull_code(after)
         patch = trees.diff(before, after)
         write_text(folder / f"{name}.diff", patch)
         progress.say(f"step {step.index}/{len(self.oracle.steps)} {name}: hidden tests of {step.next_version}")
         run = self.evaluate(step.next_version, after)
         outcomes = resolve(run, step.new_gold)
-        universe = step.scored_universe
+        universe = scored_universe(step.new_gold, step.flaky)
         categories = categorize(step.upgrade_related, universe, prev_outcomes, outcomes)
+        write_text(folder / "logs" / f"tests-{name}.log", run.output_tail)
         return PhaseRecord(
             phase=name, agent=outcome, code_sha256=trees.digest(after), diff=trees.diff_stats(patch),
             run=run, outcomes=outcomes, categories=categories, counts=count(categories),

@@ -9,7 +9,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from swechain_ci.models import (
-    BROKEN,
     SCOREABLE,
     Category,
     Counts,
@@ -20,6 +19,11 @@ from swechain_ci.models import (
     StepRecord,
     StepScore,
 )
+
+
+def scored_universe(new_gold: Mapping[str, Status], flaky: Iterable[str]) -> set[str]:
+    """The tests a step is scored on: those passing on new gold, flaky ones left out."""
+    return {t for t, s in new_gold.items() if s == Status.passed} - set(flaky)
 
 
 def categorize(
@@ -99,7 +103,7 @@ def category_tally(categories: Mapping[str, Category]) -> dict[Category, int]:
 
 def score_step(step: StepRecord) -> tuple[StepScore, Counts, Counts]:
     """Score one step's Build and Build+Fix from its stored outcome maps."""
-    universe = {t for t, s in step.new_gold.items() if s == Status.passed} - set(step.flaky)
+    universe = scored_universe(step.new_gold, step.flaky)
     build_categories = categorize(step.upgrade_related, universe, step.prev_outcomes, step.build.outcomes)
     final = step.fix or step.build
     final_categories = categorize(step.upgrade_related, universe, step.prev_outcomes, final.outcomes)

@@ -112,3 +112,17 @@ def test_a_non_run_folder_is_refused(tmp_path):
 def test_score_of_a_folder_without_results(tmp_path):
     line = error_line(run_cli("score", str(tmp_path)))
     assert f"{tmp_path / 'run.json'} does not exist" in line
+
+
+def test_no_docker_engine_leaves_an_unfinished_run_untouched(tmp_path):
+    output = tmp_path / "run"
+    (output / "steps" / "01-0.1.0-0.2.0").mkdir(parents=True)
+    (output / "run.json").write_text(
+        '{"schema_version": 1, "run_id": "abc", "chain": "toy", "agent": "noop", "spec_level": "manual",'
+        ' "oracle_hash": "x", "steps_total": 3, "status": "running", "stop_reason": null}'
+    )
+    (output / "steps" / "01-0.1.0-0.2.0" / "build.diff").write_text("partial work\n")
+    before = folder_fingerprint(output)
+    line = error_line(run_cli("run", "--chain", "toy", "--agent", "noop", "--output", str(output), env=NO_DOCKER))
+    assert "no Docker engine reachable" in line
+    assert folder_fingerprint(output) == before

@@ -109,3 +109,21 @@ def test_a_candidate_forcing_passes_resolves_nothing_it_did_not_fix(toy_oracle, 
     step1 = load_json(output / "scorecard.json")["steps"][0]
     assert counts(step1["build"]) == (0, 9, 0)
     assert counts(step1["build_fix"]) == (0, 9, 0)
+
+
+def test_an_agent_crash_stops_the_chain_after_scoring_that_step(toy_oracle, runs_dir, tmp_path):
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    (patches / "step-1.build.patch").write_text("--- a/nowhere.py\n+++ b/nowhere.py\n@@ -1 +1 @@\n-x\n+y\n")
+    output = runs_dir / "crash"
+    result = run_cli("run", "--chain", "toy", "--agent", f"replay:{patches}", "--output", str(output))
+    assert result.returncode == 0, result.stderr
+    card = load_json(output / "scorecard.json")
+    assert card["steps_scored"] == 1 and card["steps_total"] == 3
+    assert card["stop_reason"].startswith("step 1: agent crashed: SwechainError: git apply failed")
+    assert card["steps"][0]["agent_status"] == "crashed"
+    assert counts(card["steps"][0]["build"]) == (0, 9, 0), "the unchanged code is scored as it stands"
+    assert load_json(output / "run.json")["status"] == "stopped"
+    again = run_cli("run", "--chain", "toy", "--agent", f"replay:{patches}", "--output", str(output))
+    assert again.returncode == 0 and "holds a stopped run; re-scoring it" in again.stderr
+    assert not (output / "steps" / "02-0.2.0-0.3.0").exists()
