@@ -26,7 +26,23 @@ class LocalSource(Strict):
     path: str
 
 
-VersionSource = Annotated[LocalSource, Field(discriminator="kind")]
+class PypiSource(Strict):
+    """The version's sdist from the package index (``SWECHAIN_INDEX_URL``, default PyPI)."""
+
+    kind: Literal["pypi"]
+    project: str | None = Field(None, description="index project name, if not the chain's package")
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$", description="expected sdist hash")
+
+
+class GitSource(Strict):
+    """A tagged checkout of a git repository."""
+
+    kind: Literal["git"]
+    url: str
+    tag: str
+
+
+VersionSource = Annotated[LocalSource | PypiSource | GitSource, Field(discriminator="kind")]
 
 
 class ChainVersion(Strict):
@@ -48,8 +64,17 @@ class RemovedOption(Strict):
     takes_value: bool = False
 
 
+class RenamedSection(Strict):
+    """A config section renamed before running, e.g. setup.cfg [pytest] -> [tool:pytest]."""
+
+    file: str
+    old: str
+    new: str
+
+
 class PytestQuirks(Strict):
     remove_options: list[RemovedOption] = Field(default_factory=list)
+    rename_sections: list[RenamedSection] = Field(default_factory=list)
     extra_args: list[str] = Field(default_factory=list)
 
     @field_validator("remove_options", mode="before")
@@ -77,6 +102,19 @@ class OracleSettings(Strict):
     known_failures: dict[str, list[str]] = Field(
         default_factory=dict, description="version -> tests allowed to fail its own suite"
     )
+    needs_network: list[str] = Field(
+        default_factory=list, description="tests that need the internet: never scored, listed as excluded"
+    )
+
+
+class Environment(Strict):
+    """How a version's test environment is derived from what the version declares."""
+
+    extras: list[str] = Field(default_factory=list, description="the version's own extras to install")
+    requirement_files: list[str] = Field(default_factory=list, description="requirements files in the version tree")
+    drop: list[str] = Field(default_factory=list, description="requirement names left out, e.g. coverage")
+    override: dict[str, str] = Field(default_factory=dict, description="name -> requirement used instead")
+    extra: list[str] = Field(default_factory=list, description="extra test dependencies (pip requirements)")
 
 
 class ChainConfig(Strict):
@@ -93,7 +131,7 @@ class ChainConfig(Strict):
     )
     versions: list[ChainVersion] = Field(min_length=2)
     pytest: PytestQuirks = Field(default_factory=PytestQuirks)
-    test_dependencies: list[str] = Field(default_factory=list, description="pip requirements")
+    environment: Environment = Field(default_factory=Environment)
     timeouts: Timeouts = Field(default_factory=Timeouts)
     limits: Limits = Field(default_factory=Limits)
     oracle: OracleSettings = Field(default_factory=OracleSettings)

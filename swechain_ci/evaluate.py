@@ -26,6 +26,7 @@ def evaluate(sandbox: DockerSandbox, chain: Chain, image: str, code: Path, label
         "source_root": config.source_root,
         "protected": config.protected_files,
         "remove_options": [o.model_dump() for o in config.pytest.remove_options],
+        "rename_sections": [r.model_dump() for r in config.pytest.rename_sections],
         "extra_args": config.pytest.extra_args,
         "test_timeout_s": config.timeouts.test_s,
         "run_timeout_s": config.timeouts.run_s,
@@ -146,7 +147,7 @@ def parse(files: dict[str, bytes], container_exit: int | None, host_timed_out: b
         statuses=statuses, collection_errors=collection_errors, error_messages=messages,
         collected=collected, **base,
     )
-    problem = distrust(run, report, streamed)
+    problem = result.get("untrusted") or distrust(run, report, streamed)
     return run.model_copy(update={"execution_error": problem}) if problem else run
 
 
@@ -165,7 +166,8 @@ def distrust(run: TestRun, report: dict, streamed: dict[str, Status]) -> str | N
     expected = (summary.get("collected") or 0) - (summary.get("deselected") or 0)
     if run.statuses and expected != len(run.statuses):
         return f"the report lists {len(run.statuses)} tests but pytest collected {expected}"
+    # The stream may hold more (tests a crashed run reached); never less, never otherwise.
     disagreeing = [n for n, s in run.statuses.items() if n in streamed and streamed[n] != s]
-    if disagreeing or set(run.statuses) != set(streamed):
+    if disagreeing or set(run.statuses) - set(streamed):
         return "the report disagrees with the harness's own per-test stream"
     return None

@@ -14,7 +14,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from swechain_ci import environments as environments_of
 from swechain_ci import progress, sources, trees
+from swechain_ci.environments import IMAGE_PLATFORM
 from swechain_ci.chain import Chain
 from swechain_ci.errors import SwechainError
 from swechain_ci.sandbox import DockerSandbox
@@ -26,12 +28,13 @@ DEBIAN_PACKAGES = "python3,python3-venv,python3-pip,git,ca-certificates"
 
 @dataclass(frozen=True)
 class ChainImages:
-    deps: str
+    deps: dict[str, str]
     versions: dict[str, str]
+    environments: dict[str, list[str]]
 
     @property
     def fingerprint(self) -> str:
-        joined = self.deps + "".join(f"{v}={i}" for v, i in sorted(self.versions.items()))
+        joined = "".join(f"{v}={i}" for v, i in sorted(self.versions.items()))
         return hashlib.sha256(joined.encode()).hexdigest()
 
 
@@ -61,32 +64,24 @@ def ensure_base(sandbox: DockerSandbox) -> str:
         return sandbox.import_image(rootfs, ref)
 
 
-def requirements(chain: Chain) -> list[str]:
-    pinned = [
-        line.strip()
-        for line in (HARNESS_DIR / "requirements.txt").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
-    return pinned + list(chain.config.test_dependencies)
-
-
-def wheelhouse(reqs: list[str], python: str) -> Path:
-    """Wheels for ``reqs`` downloaded on the host, so that image builds need no network."""
-    key = hashlib.sha256(("\n".join(reqs) + python).encode()).hexdigest()[:16]
+def wheelhouse(pins: list[str], python: str) -> Path:
+    """Wheels for ``pins`` downloaded on the host, so that image builds need no network."""
+    key = hashlib.sha256(("\n".join(pins) + python + IMAGE_PLATFORM).encode()).hexdigest()[:16]
     folder = state_home() / "wheelhouse" / key
     if (folder / ".complete").exists():
         return folder
-    progress.say(f"downloading {len(reqs)} test requirements into the wheelhouse {folder}")
+    progress.say(f"downloading {len(pins)} pinned test requirements into the wheelhouse {folder}")
     folder.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(folder),
-         "--only-binary=:all:", "--python-version", python, *reqs],
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(folder),
+         "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
+         "--platform", IMAGE_PLATFORM, *pins],
         capture_output=True, text=True,
     )
     if result.returncode != 0:
         tail = " ".join(result.stderr.strip().splitlines()[-2:])
         raise SwechainError(f"pip download of test requirements failed: {tail} (is PyPI reachable?)")
-    (folder / ".complete").write_text("\n".join(reqs))
+    (folder / ".complete").write_text("\n".join(pins))
     return folder
 
 
@@ -123,15 +118,13 @@ def build_cached(
         return sandbox.build(context, "Dockerfile", tag, buildargs, log)
 
 
-def ensure_deps(sandbox: DockerSandbox, chain: Chain) -> str:
-    base = ensure_base(sandbox)
-    reqs = requirements(chain)
+def ensure_deps(sandbox: DockerSandbox, chain: Chain, base: str, pins: list[str]) -> str:
     with tempfile.TemporaryDirectory(prefix="swechain-reqs-") as tmp:
         req_file = Path(tmp) / "requirements.txt"
-        req_file.write_text("\n".join(reqs) + "\n")
+        req_file.write_text("\n".join(pins) + "\n")
         return build_cached(
             sandbox, chain, "deps",
-            {"requirements.txt": req_file, "wheels": wheelhouse(reqs, chain.config.python), "harness": HARNESS_DIR},
+            {"requirements.txt": req_file, "wheels": wheelhouse(pins, chain.config.python), "harness": HARNESS_DIR},
             {"BASE": base},
         )
 
@@ -146,10 +139,21 @@ def ensure_version(sandbox: DockerSandbox, chain: Chain, deps: str, version: str
 
 
 def ensure_images(sandbox: DockerSandbox, chain: Chain) -> ChainImages:
-    deps = ensure_deps(sandbox, chain)
-    return ChainImages(deps, {v: ensure_version(sandbox, chain, deps, v) for v in chain.versions})
+    """Every version's image; versions whose environments resolve alike share a dependency image."""
+    base = ensure_base(sandbox)
+    environments = {v: environments_of.pins(chain, v) for v in chain.versions}
+    by_pins: dict[tuple[str, ...], str] = {}
+    deps: dict[str, str] = {}
+    for version, pins in environments.items():
+        if tuple(pins) not in by_pins:
+            by_pins[tuple(pins)] = ensure_deps(sandbox, chain, base, pins)
+        deps[version] = by_pins[tuple(pins)]
+    versions = {v: ensure_version(sandbox, chain, deps[v], v) for v in chain.versions}
+    return ChainImages(deps, versions, environments)
 
 
-def ensure_agent_image(sandbox: DockerSandbox, chain: Chain, deps: str) -> str:
-    start = sources.materialize(chain, chain.versions[0])
-    return build_cached(sandbox, chain, "agent", {"code": start.code}, {"DEPS": deps})
+def ensure_agent_image(sandbox: DockerSandbox, chain: Chain, images: ChainImages) -> str:
+    """The start version's code on the start version's environment, without tests."""
+    start = chain.versions[0]
+    code = sources.materialize(chain, start).code
+    return build_cached(sandbox, chain, "agent", {"code": code}, {"DEPS": images.deps[start]})

@@ -87,6 +87,7 @@ class StepOracle(Record):
     old_gold: dict[str, Status]
     upgrade_related: list[str]
     flaky: list[str] = Field(default_factory=list)
+    needs_network: list[str] = Field(default_factory=list)
 
 
 class VersionSanity(Record):
@@ -103,6 +104,7 @@ class ChainOracle(Record):
     chain: str
     inputs_hash: str
     versions: list[str]
+    environments: dict[str, list[str]] = Field(description="version -> pinned test requirements")
     steps: list[StepOracle]
     sanity: list[VersionSanity]
 
@@ -170,6 +172,7 @@ class StepRecord(Record):
     upgrade_related: list[str]
     new_gold: dict[str, Status]
     flaky: list[str] = Field(default_factory=list)
+    needs_network: list[str] = Field(default_factory=list)
     prev_outcomes: dict[str, Status]
     build: PhaseRecord
     fix: PhaseRecord | None = None

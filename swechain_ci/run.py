@@ -124,7 +124,7 @@ class ChainRun:
         progress.say(f"step {step.index}/{len(self.oracle.steps)} {name}: hidden tests of {step.next_version}")
         run = self.evaluate(step.next_version, after)
         outcomes = resolve(run, step.new_gold)
-        universe = scored_universe(step.new_gold, step.flaky)
+        universe = scored_universe(step.new_gold, [*step.flaky, *step.needs_network])
         categories = categorize(step.upgrade_related, universe, prev_outcomes, outcomes)
         write_text(folder / "logs" / f"tests-{name}.log", run.output_tail)
         return PhaseRecord(
@@ -156,7 +156,7 @@ class ChainRun:
         record = StepRecord(
             index=step.index, prev_version=step.prev_version, next_version=step.next_version,
             spec_level=self.record.spec_level, upgrade_related=step.upgrade_related, new_gold=step.new_gold,
-            flaky=step.flaky, prev_outcomes=prev_outcomes, build=build, fix=fix, fix_report=report,
+            flaky=step.flaky, needs_network=step.needs_network, prev_outcomes=prev_outcomes, build=build, fix=fix, fix_report=report,
         )
         write_bytes(folder / "code.tar.gz", snapshot(final_code))
         write_model(folder / "step.json", record)  # written last: its presence marks the step finished
@@ -168,7 +168,7 @@ class ChainRun:
         removed = self.sandbox.remove_labelled(self.labels)
         if removed:
             progress.say(f"removed {removed} container(s) left by an interrupted run")
-        agent_image = image_builds.ensure_agent_image(self.sandbox, self.chain, self.images.deps)
+        agent_image = image_builds.ensure_agent_image(self.sandbox, self.chain, self.images)
         container = self.sandbox.start_agent_container(agent_image, self.chain.config.limits, self.labels)
         try:
             workspace = Workspace(container)

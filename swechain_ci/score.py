@@ -21,9 +21,9 @@ from swechain_ci.models import (
 )
 
 
-def scored_universe(new_gold: Mapping[str, Status], flaky: Iterable[str]) -> set[str]:
-    """The tests a step is scored on: those passing on new gold, flaky ones left out."""
-    return {t for t, s in new_gold.items() if s == Status.passed} - set(flaky)
+def scored_universe(new_gold: Mapping[str, Status], excluded: Iterable[str]) -> set[str]:
+    """The tests a step is scored on: those passing on new gold, minus flaky and network tests."""
+    return {t for t, s in new_gold.items() if s == Status.passed} - set(excluded)
 
 
 def categorize(
@@ -103,7 +103,7 @@ def category_tally(categories: Mapping[str, Category]) -> dict[Category, int]:
 
 def score_step(step: StepRecord) -> tuple[StepScore, Counts, Counts]:
     """Score one step's Build and Build+Fix from its stored outcome maps."""
-    universe = scored_universe(step.new_gold, step.flaky)
+    universe = scored_universe(step.new_gold, [*step.flaky, *step.needs_network])
     build_categories = categorize(step.upgrade_related, universe, step.prev_outcomes, step.build.outcomes)
     final = step.fix or step.build
     final_categories = categorize(step.upgrade_related, universe, step.prev_outcomes, final.outcomes)

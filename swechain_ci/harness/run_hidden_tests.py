@@ -11,11 +11,13 @@ import configparser
 import fnmatch
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from pathlib import Path, PurePosixPath
@@ -117,16 +119,93 @@ def limit_output_files() -> None:
     os.setsid()
 
 
+def rename_sections(renames: list[dict]) -> None:
+    """Rename config sections an old version used, e.g. setup.cfg [pytest] -> [tool:pytest]."""
+    for rename in renames:
+        path = RUN / rename["file"]
+        if path.is_file():
+            header = re.compile(r"^\[" + re.escape(rename["old"]) + r"\]\s*$", re.MULTILINE)
+            path.write_text(header.sub(f"[{rename['new']}]", path.read_text()))
+
+
+def test_files(test_folder: str) -> list[str]:
+    root = RUN / test_folder
+    found = {p for pattern in ("test_*.py", "*_test.py") for p in root.rglob(pattern)}
+    return sorted(str(p.relative_to(RUN)) for p in found)
+
+
+def files_in(report: dict) -> set[str]:
+    """Test files a report has anything for: a test outcome or a collector."""
+    ids = [t["nodeid"] for t in report.get("tests", [])] + [c["nodeid"] for c in report.get("collectors", [])]
+    return {i.split("::")[0] for i in ids}
+
+
+class Pytest:
+    """Runs pytest in /work/run, each run against the one deadline of the whole evaluation."""
+
+    def __init__(self, settings: dict, base_command: list[str], env: dict, deadline: float) -> None:
+        self.settings, self.base_command, self.env, self.deadline = settings, base_command, env, deadline
+        self.tail = bytearray()
+
+    def run(self, targets: list[str], report: Path) -> tuple[int | None, bool]:
+        """Exit code (None if killed) and whether the deadline killed it."""
+        command = [*self.base_command, f"--json-report-file={report}", *targets]
+        process = subprocess.Popen(
+            command, cwd=RUN, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            preexec_fn=limit_output_files,
+        )
+        os.set_blocking(process.stdout.fileno(), False)
+        while True:
+            chunk = process.stdout.read(65536)
+            if chunk:
+                self.tail += chunk
+                del self.tail[:-OUTPUT_TAIL_BYTES]
+            elif process.poll() is not None:
+                return process.returncode, False
+            else:
+                time.sleep(0.05)
+            if time.monotonic() > self.deadline:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                return None, True
+
+
+def report_is_consistent(exit_code: int, report: dict) -> bool:
+    broken = any(t.get("outcome") in ("failed", "error") for t in report.get("tests", []))
+    broken = broken or any(c.get("outcome") == "failed" for c in report.get("collectors", []))
+    return (exit_code == 0 and not broken) or (exit_code == 1 and broken) or (exit_code == 5 and not report.get("tests"))
+
+
+def merge(reports: list[dict]) -> tuple[dict, int]:
+    """One report out of the whole-suite run's and the file-by-file retries', and its exit code."""
+    tests, collectors, collected, deselected = {}, [], 0, 0
+    for report in reports:
+        for test in report.get("tests", []):
+            tests[test["nodeid"]] = test
+        collectors += report.get("collectors", [])
+        collected += report.get("summary", {}).get("collected", 0)
+        deselected += report.get("summary", {}).get("deselected", 0)
+    merged = {
+        "tests": list(tests.values()),
+        "collectors": collectors,
+        "summary": {"collected": collected, "deselected": deselected},
+    }
+    broken = any(t.get("outcome") in ("failed", "error") for t in tests.values())
+    broken = broken or any(c.get("outcome") == "failed" for c in collectors)
+    return merged, 1 if broken else (0 if tests else 5)
+
+
 def main() -> int:
     settings = json.loads(Path("/work/eval.json").read_text())
     OUT.mkdir(exist_ok=True)
     assemble(settings)
+    rename_sections(settings["rename_sections"])
     config, addopts = find_config()
     addopts = remove_options(addopts, settings["remove_options"])
-    tmp = Path(os.environ.get("TMPDIR", "/tmp")) / "swechain-private"
-    tmp.mkdir(parents=True, exist_ok=True)
-    (tmp / "home").mkdir(exist_ok=True)
-    command = [
+    # A private temporary directory for every run.
+    tmp = Path(tempfile.mkdtemp(prefix="swechain-", dir=os.environ.get("TMPDIR", "/tmp")))
+    (tmp / "home").mkdir()
+    base_command = [
         sys.executable, "-m", "pytest",
         "-c", str(config) if config else str(HARNESS / "empty.ini"),
         "--rootdir", str(RUN),
@@ -135,14 +214,13 @@ def main() -> int:
         "-p", "swechain_guard",
         "-p", "pytest_jsonreport",
         "-p", "pytest_timeout",
-        "--json-report", f"--json-report-file={OUT / 'report.json'}",
+        "--json-report",
         "--json-report-omit", "log", "streams", "warnings", "keywords",
         f"--timeout={settings['test_timeout_s']}",
         "--continue-on-collection-errors",
         "-rN", "--tb=short", "--color=no",
         f"--basetemp={tmp / 'pytest'}",
         *settings["extra_args"],
-        settings["test_folder"],
     ]
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -157,35 +235,37 @@ def main() -> int:
         "SWECHAIN_TESTS_ROOT": str(RUN / settings["test_folder"]),
     }
     started = time.monotonic()
-    timed_out = False
-    tail = bytearray()
-    process = subprocess.Popen(
-        command, cwd=RUN, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        preexec_fn=limit_output_files,
-    )
-    deadline = started + settings["run_timeout_s"]
-    os.set_blocking(process.stdout.fileno(), False)
-    while True:
-        chunk = process.stdout.read(65536)
-        if chunk:
-            tail += chunk
-            del tail[:-OUTPUT_TAIL_BYTES]
-        elif process.poll() is not None:
-            break
-        else:
-            time.sleep(0.05)
-        if time.monotonic() > deadline:
-            timed_out = True
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            break
-    result = {
-        "exit_code": process.returncode,
-        "timed_out": timed_out,
-        "duration_s": round(time.monotonic() - started, 3),
-        "command": command,
-    }
-    (OUT / "output.log").write_bytes(bytes(tail))
+    pytest = Pytest(settings, base_command, env, started + settings["run_timeout_s"])
+    main_report = OUT / "report-suite.json"
+    exit_code, timed_out = pytest.run([settings["test_folder"]], main_report)
+    result = {"exit_code": exit_code, "timed_out": timed_out, "retried": [], "unreported": []}
+    # 4 is a usage error: the same for every file, so retrying cannot help.
+    if not timed_out and exit_code != 4 and (exit_code not in (0, 1, 5) or not main_report.is_file()):
+        # The run broke off (a crash, os._exit, pytest.exit): retry what reported nothing, file by file.
+        reports = [json.loads(main_report.read_text())] if main_report.is_file() else []
+        seen = set().union(*(files_in(r) for r in reports))
+        for index, test_file in enumerate(f for f in test_files(settings["test_folder"]) if f not in seen):
+            report = OUT / f"report-file-{index}.json"
+            code, timed_out = pytest.run([test_file], report)
+            result["retried"].append(test_file)
+            if report.is_file() and code in (0, 1, 5):
+                loaded = json.loads(report.read_text())
+                if not report_is_consistent(code, loaded):
+                    result["untrusted"] = f"{test_file}: exit code {code} disagrees with its report"
+                reports.append(loaded)
+            else:
+                result["unreported"].append(test_file)
+            if timed_out:
+                break
+        result["timed_out"] = timed_out
+        if reports:
+            merged, result["exit_code"] = merge(reports)
+            result["suite_exit_code"] = exit_code
+            (OUT / "report.json").write_text(json.dumps(merged))
+    elif main_report.is_file():
+        main_report.rename(OUT / "report.json")
+    result["duration_s"] = round(time.monotonic() - started, 3)
+    (OUT / "output.log").write_bytes(bytes(pytest.tail))
     (OUT / "result.json").write_text(json.dumps(result))
     return 0
 

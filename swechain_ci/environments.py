@@ -1,0 +1,151 @@
+"""Test environments: what each version declares, resolved to pins and recorded.
+
+A version's environment is its runtime requirements plus the extras and
+requirement files the chain names, adjusted by the chain's ``environment``
+quirks, plus the harness. It is resolved once for the chain's Python and the
+image platform and cached, so the pins stay fixed; versions that resolve
+alike share one dependency image.
+"""
+
+from __future__ import annotations
+
+import configparser
+import hashlib
+import json
+import platform
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from swechain_ci import progress, sources
+from swechain_ci.chain import Chain
+from swechain_ci.errors import SwechainError
+from swechain_ci.settings import PACKAGE_DIR, state_home
+
+HARNESS_REQUIREMENTS = PACKAGE_DIR / "harness" / "requirements.txt"
+# The glibc of the Debian bookworm base images (and of python:3.11-slim).
+IMAGE_PLATFORM = f"manylinux_2_36_{platform.machine()}"
+
+
+def requirement_lines(text: str) -> list[str]:
+    lines = []
+    for raw in text.splitlines():
+        line = raw.split(" #", 1)[0].strip()
+        if line and not line.startswith(("#", "-")):
+            lines.append(line)
+    return lines
+
+
+def egg_info_requirements(requires_txt: str) -> tuple[list[str], dict[str, list[str]]]:
+    """setuptools' ``requires.txt``: base lines, then ``[extra]`` or ``[extra:marker]`` sections."""
+    base: list[str] = []
+    extras: dict[str, list[str]] = {}
+    target = base
+    marker = ""
+    for line in requires_txt.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("["):
+            name, _, marker = line[1:-1].partition(":")
+            target = extras.setdefault(name, []) if name else base
+            continue
+        target.append(f"{line}; {marker}" if marker else line)
+    return base, extras
+
+
+def declared_metadata(tree: Path) -> tuple[list[str], dict[str, list[str]]]:
+    """A version's runtime requirements and extras, from the first source that declares them."""
+    pyproject = tree / "pyproject.toml"
+    if pyproject.is_file():
+        project = tomllib.loads(pyproject.read_text()).get("project", {})
+        if "dependencies" in project or "optional-dependencies" in project:
+            return list(project.get("dependencies", [])), dict(project.get("optional-dependencies", {}))
+    for requires in sorted(tree.glob("*.egg-info/requires.txt")) + sorted(tree.glob("src/*.egg-info/requires.txt")):
+        return egg_info_requirements(requires.read_text())
+    setup_cfg = tree / "setup.cfg"
+    if setup_cfg.is_file():
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read(setup_cfg)
+        base = requirement_lines(parser.get("options", "install_requires", fallback=""))
+        extras = {
+            name: requirement_lines(value)
+            for name, value in (parser.items("options.extras_require") if parser.has_section("options.extras_require") else [])
+        }
+        return base, extras
+    return [], {}
+
+
+def requirements(chain: Chain, version: str) -> list[str]:
+    """The unresolved requirements of one version's test environment."""
+    tree = sources.source_root(chain, version)
+    env = chain.config.environment
+    base, extras = declared_metadata(tree)
+    wanted = list(base)
+    for extra in env.extras:
+        if extra not in extras:
+            raise SwechainError(
+                f"{chain.folder / 'chain.yaml'}: field 'environment.extras': version {version} declares no extra "
+                f"'{extra}' (it has: {', '.join(sorted(extras)) or 'none'})"
+            )
+        wanted += extras[extra]
+    for name in env.requirement_files:
+        path = tree / name
+        if not path.is_file():
+            raise SwechainError(
+                f"{chain.folder / 'chain.yaml'}: field 'environment.requirement_files': {version} has no {name}"
+            )
+        wanted += requirement_lines(path.read_text())
+    dropped = {canonicalize_name(n) for n in env.drop}
+    overrides = {canonicalize_name(n): r for n, r in env.override.items()}
+    own = canonicalize_name(chain.config.package)
+    result: list[str] = []
+    harness = requirement_lines(HARNESS_REQUIREMENTS.read_text())
+    for line in wanted + list(env.extra) + harness:
+        try:
+            name = canonicalize_name(Requirement(line).name)
+        except InvalidRequirement as exc:
+            raise SwechainError(f"version {version} of chain {chain.id}: bad requirement {line!r}: {exc}") from None
+        if name == own or name in dropped:
+            continue  # the package itself is the code under test
+        line = overrides.get(name, line)
+        if line not in result:
+            result.append(line)
+    return result
+
+
+def resolve(reqs: list[str], python: str) -> list[str]:
+    """Pins (``name==version``) for ``reqs`` on the image's Python and platform; cached for good."""
+    key = hashlib.sha256(json.dumps([reqs, python, IMAGE_PLATFORM]).encode()).hexdigest()[:20]
+    record = state_home() / "resolutions" / f"{key}.json"
+    if record.is_file():
+        return json.loads(record.read_text())["pins"]
+    progress.say(f"resolving {len(reqs)} test requirements for Python {python}")
+    with tempfile.TemporaryDirectory(prefix="swechain-resolve-") as tmp:
+        report = Path(tmp) / "report.json"
+        result = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+             "--report", str(report), "--target", str(Path(tmp) / "never"), "--only-binary=:all:",
+             "--python-version", python, "--implementation", "cp", "--platform", IMAGE_PLATFORM, *reqs],
+            capture_output=True, text=True,
+        )
+        if result.returncode != 0:
+            tail = " ".join(result.stderr.strip().splitlines()[-3:])
+            raise SwechainError(
+                f"cannot resolve test requirements {reqs}: {tail} "
+                "(drop or override the requirement under 'environment' in chain.yaml)"
+            )
+        installs = json.loads(report.read_text())["install"]
+    pins = sorted(f"{canonicalize_name(i['metadata']['name'])}=={i['metadata']['version']}" for i in installs)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps({"requirements": reqs, "python": python, "platform": IMAGE_PLATFORM, "pins": pins}, indent=2))
+    return pins
+
+
+def pins(chain: Chain, version: str) -> list[str]:
+    return resolve(requirements(chain, version), chain.config.python)
