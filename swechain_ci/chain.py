@@ -136,6 +136,9 @@ class ChainConfig(Strict):
     limits: Limits = Field(default_factory=Limits)
     oracle: OracleSettings = Field(default_factory=OracleSettings)
     default_spec_level: str = "L3"
+    ci_steps: str | None = Field(
+        None, pattern=r"^\d+(-\d+)?$", description="steps CI runs end to end, e.g. 9-13; all when unset"
+    )
 
     @field_validator("test_folder", "source_root")
     @classmethod
@@ -154,11 +157,32 @@ class ChainConfig(Strict):
 
 
 class Chain:
-    """A loaded chain definition and the folder it came from."""
+    """A loaded chain definition and the folder it came from, possibly narrowed to a step range."""
 
-    def __init__(self, config: ChainConfig, folder: Path) -> None:
+    def __init__(self, config: ChainConfig, folder: Path, step_offset: int = 0) -> None:
         self.config = config
         self.folder = folder
+        self.step_offset = step_offset
+
+    @property
+    def step_range(self) -> str:
+        """The steps covered, numbered as in the whole chain, e.g. ``1-15``."""
+        return f"{self.step_offset + 1}-{self.step_offset + len(self.steps)}"
+
+    def select_steps(self, selection: str | None) -> Chain:
+        """The sub-chain of steps ``A-B`` (or ``A``), 1-based as in the whole chain."""
+        if not selection:
+            return self
+        first, _, last = selection.partition("-")
+        try:
+            start, end = int(first), int(last or first)
+        except ValueError:
+            start, end = 0, -1
+        total = len(self.config.versions) - 1
+        if not 1 <= start <= end <= total:
+            raise SwechainError(f"step range '{selection}' is not within 1-{total} of chain {self.id}; use A-B")
+        versions = self.config.versions[self.step_offset + start - 1 : self.step_offset + end + 1]
+        return Chain(self.config.model_copy(update={"versions": versions}), self.folder, self.step_offset + start - 1)
 
     @property
     def id(self) -> str:

@@ -34,17 +34,50 @@ def chain_list() -> None:
 def chain_build(
     chain: Annotated[str, typer.Argument(help="chain id (chains/<id>/chain.yaml) or path")],
     force: Annotated[bool, typer.Option(help="rebuild the oracle even if its inputs are unchanged")] = False,
+    steps: Annotated[str | None, typer.Option(help="only steps A-B (1-based), e.g. 9-13")] = None,
 ) -> None:
     """Build the chain's images and oracle: which hidden tests each step must make pass."""
     from swechain_ci import images, oracle
     from swechain_ci.chain import load_chain
     from swechain_ci.sandbox import DockerSandbox
 
-    loaded = load_chain(chain)
+    loaded = load_chain(chain).select_steps(steps)
     sandbox = DockerSandbox()
     built = oracle.build(sandbox, loaded, images.ensure_images(sandbox, loaded), force=force)
     typer.echo(tabulate(oracle.summary_rows(built), headers="keys", tablefmt="github"))
     typer.echo(f"\noracle stored at {oracle.oracle_path(loaded)}")
+
+
+@chain_app.command("compare")
+def chain_compare(
+    chain: Annotated[str, typer.Argument(help="chain id or path; its oracle must be built")],
+    reference: Annotated[Path, typer.Option(help="the reference implementation's oracle folder for this chain")],
+    details: Annotated[bool, typer.Option(help="list the tests each side alone counts")] = True,
+) -> None:
+    """Agreement per step between our upgrade-related tests and the reference's."""
+    from swechain_ci import oracle
+    from swechain_ci.chain import load_chain
+    from swechain_ci.compare import compare
+    from swechain_ci.models import ChainOracle
+    from swechain_ci.records import read_model
+
+    loaded = load_chain(chain)
+    path = oracle.oracle_path(loaded)
+    if not path.exists():
+        raise SwechainError(f"no oracle for chain {loaded.id} at {path}: run `swechain-ci chain build {loaded.id}` first")
+    rows = compare(read_model(path, ChainOracle), reference)
+    table = [
+        [r.index, f"{r.prev_version} -> {r.next_version}", len(r.both), len(r.only_ours), len(r.only_theirs),
+         "n/a" if r.jaccard is None else f"{r.jaccard:.2f}"]
+        for r in rows
+    ]
+    typer.echo(tabulate(table, headers=["step", "upgrade", "both", "only ours", "only theirs", "Jaccard"],
+                        tablefmt="github"))
+    if details:
+        for r in rows:
+            for side, tests in (("only ours", r.only_ours), ("only theirs", r.only_theirs)):
+                for test in tests:
+                    typer.echo(f"step {r.index} {side}: {test}")
 
 
 @app.command("run")
@@ -53,12 +86,13 @@ def run(
     agent: Annotated[str, typer.Option(help="oracle, noop or replay:<patch folder>")],
     output: Annotated[Path, typer.Option(help="results folder; an unfinished run there resumes")],
     spec_level: Annotated[str | None, typer.Option(help="specification level (default: the chain's)")] = None,
+    steps: Annotated[str | None, typer.Option(help="only steps A-B (1-based), e.g. 9-13; default all")] = None,
 ) -> None:
     """Run a full chain with one agent, building whatever is not built yet, and print the scorecard."""
     from swechain_ci.report import render
     from swechain_ci.run import run_chain
 
-    typer.echo(render(run_chain(chain, agent, output, spec_level)))
+    typer.echo(render(run_chain(chain, agent, output, spec_level, steps)))
 
 
 @app.command("score")

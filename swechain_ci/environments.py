@@ -28,8 +28,16 @@ from swechain_ci.errors import SwechainError
 from swechain_ci.settings import PACKAGE_DIR, state_home
 
 HARNESS_REQUIREMENTS = PACKAGE_DIR / "harness" / "requirements.txt"
-# The glibc of the Debian bookworm base images (and of python:3.11-slim).
-IMAGE_PLATFORM = f"manylinux_2_36_{platform.machine()}"
+# Wheels that run on the glibc of the Debian bookworm base images (and of python:3.11-slim):
+# pip does not expand a manylinux_2_36 platform to older glibc tags itself.
+IMAGE_GLIBC = (2, 36)
+IMAGE_PLATFORMS = [f"manylinux_2_{minor}_{platform.machine()}" for minor in range(IMAGE_GLIBC[1], 4, -1)] + [
+    f"manylinux{legacy}_{platform.machine()}" for legacy in ("2014", "2010", "1")
+]
+
+
+def platform_options() -> list[str]:
+    return [option for p in IMAGE_PLATFORMS for option in ("--platform", p)]
 
 
 def requirement_lines(text: str) -> list[str]:
@@ -121,7 +129,7 @@ def requirements(chain: Chain, version: str) -> list[str]:
 
 def resolve(reqs: list[str], python: str) -> list[str]:
     """Pins (``name==version``) for ``reqs`` on the image's Python and platform; cached for good."""
-    key = hashlib.sha256(json.dumps([reqs, python, IMAGE_PLATFORM]).encode()).hexdigest()[:20]
+    key = hashlib.sha256(json.dumps([reqs, python, IMAGE_PLATFORMS]).encode()).hexdigest()[:20]
     record = state_home() / "resolutions" / f"{key}.json"
     if record.is_file():
         return json.loads(record.read_text())["pins"]
@@ -131,7 +139,7 @@ def resolve(reqs: list[str], python: str) -> list[str]:
         result = subprocess.run(
             [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
              "--report", str(report), "--target", str(Path(tmp) / "never"), "--only-binary=:all:",
-             "--python-version", python, "--implementation", "cp", "--platform", IMAGE_PLATFORM, *reqs],
+             "--python-version", python, "--implementation", "cp", *platform_options(), *reqs],
             capture_output=True, text=True,
         )
         if result.returncode != 0:
@@ -143,7 +151,7 @@ def resolve(reqs: list[str], python: str) -> list[str]:
         installs = json.loads(report.read_text())["install"]
     pins = sorted(f"{canonicalize_name(i['metadata']['name'])}=={i['metadata']['version']}" for i in installs)
     record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(json.dumps({"requirements": reqs, "python": python, "platform": IMAGE_PLATFORM, "pins": pins}, indent=2))
+    record.write_text(json.dumps({"requirements": reqs, "python": python, "platforms": IMAGE_PLATFORMS, "pins": pins}, indent=2))
     return pins
 
 

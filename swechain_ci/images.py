@@ -16,7 +16,7 @@ from pathlib import Path
 
 from swechain_ci import environments as environments_of
 from swechain_ci import progress, sources, trees
-from swechain_ci.environments import IMAGE_PLATFORM
+from swechain_ci.environments import IMAGE_PLATFORMS, platform_options
 from swechain_ci.chain import Chain
 from swechain_ci.errors import SwechainError
 from swechain_ci.sandbox import DockerSandbox
@@ -66,7 +66,7 @@ def ensure_base(sandbox: DockerSandbox) -> str:
 
 def wheelhouse(pins: list[str], python: str) -> Path:
     """Wheels for ``pins`` downloaded on the host, so that image builds need no network."""
-    key = hashlib.sha256(("\n".join(pins) + python + IMAGE_PLATFORM).encode()).hexdigest()[:16]
+    key = hashlib.sha256(("\n".join(pins) + python + " ".join(IMAGE_PLATFORMS)).encode()).hexdigest()[:16]
     folder = state_home() / "wheelhouse" / key
     if (folder / ".complete").exists():
         return folder
@@ -75,7 +75,7 @@ def wheelhouse(pins: list[str], python: str) -> Path:
     result = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(folder),
          "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
-         "--platform", IMAGE_PLATFORM, *pins],
+         *platform_options(), *pins],
         capture_output=True, text=True,
     )
     if result.returncode != 0:

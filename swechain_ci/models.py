@@ -189,6 +189,7 @@ class RunRecord(Record):
 
     run_id: str
     chain: str
+    step_range: str = Field(description="the chain's steps this run covers, e.g. 1-15")
     agent: str
     spec_level: str
     oracle_hash: str
@@ -215,6 +216,7 @@ class StepScore(BaseModel):
 
 class Scorecard(Record):
     chain: str
+    step_range: str = Field(description="the chain's steps the run covers, e.g. 1-15")
     agent: str
     spec_level: str
     steps_total: int

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from swechain_ci import progress, sources
@@ -26,13 +29,25 @@ from swechain_ci.settings import state_home
 
 
 def oracle_path(chain: Chain) -> Path:
-    return state_home() / "oracles" / chain.id / "oracle.json"
+    return state_home() / "oracles" / chain.id / f"steps-{chain.step_range}.json"
 
 
 def inputs_hash(chain: Chain, images: ChainImages) -> str:
     evaluation = chain.config.model_dump(include={"test_folder", "source_root", "protected_files", "pytest", "timeouts", "oracle"})
     payload = images.fingerprint + json.dumps(evaluation, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def workers() -> int:
+    """Containers run at once: ``SWECHAIN_WORKERS``, else one per CPU."""
+    return max(1, int(os.environ.get("SWECHAIN_WORKERS", os.cpu_count() or 1)))
+
+
+def summary(run: TestRun) -> str:
+    if run.execution_error:
+        return f"execution error: {run.execution_error}"
+    tally = Counter(s.value for s in run.statuses.values())
+    return ", ".join(f"{n} {s}" for s, n in sorted(tally.items())) or "no tests"
 
 
 def flaky_tests(runs: list[TestRun]) -> list[str]:
@@ -68,14 +83,28 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
         if existing is not None and existing.inputs_hash == wanted:
             return existing
     labels = {"swechain-ci.chain": chain.id}
-    own_runs: dict[str, list[TestRun]] = {}
+    repeats = chain.config.oracle.baseline_runs
+    # Every gold run up front, a few containers at a time: (tests of, code of) -> runs.
+    jobs = [(v, v) for v in chain.versions for _ in range(repeats)] + [(b, a) for a, b in chain.steps]
+    progress.say(f"oracle {chain.id}: {len(jobs)} gold runs, {workers()} at a time")
     for version in chain.versions:
-        code = sources.materialize(chain, version).code
-        runs = []
-        for attempt in range(chain.config.oracle.baseline_runs):
-            progress.say(f"oracle {chain.id}: {version} own suite, run {attempt + 1}/{chain.config.oracle.baseline_runs}")
-            runs.append(evaluate(sandbox, chain, images.versions[version], code, labels))
-        own_runs[version] = runs
+        sources.materialize(chain, version)  # once, before the threads share the cache
+
+    def gold_run(job: tuple[str, str]) -> TestRun:
+        tests_of, code_of = job
+        run = evaluate(sandbox, chain, images.versions[tests_of], sources.materialize(chain, code_of).code, labels)
+        progress.say(f"oracle {chain.id}: tests of {tests_of} on code of {code_of}: {summary(run)}")
+        return run
+
+    with ThreadPoolExecutor(max_workers=workers()) as pool:
+        results = list(pool.map(gold_run, jobs))
+    own_runs: dict[str, list[TestRun]] = {v: [] for v in chain.versions}
+    cross_runs: dict[str, TestRun] = {}
+    for (tests_of, code_of), run in zip(jobs, results, strict=True):
+        if tests_of == code_of:
+            own_runs[tests_of].append(run)
+        else:
+            cross_runs[tests_of] = run
     checks = [sanity(chain, v, runs[0], flaky_tests(runs)) for v, runs in own_runs.items()]
     bad = [c for c in checks if not c.ok]
     if bad:
@@ -89,12 +118,10 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
             f"oracle.known_failures in {chain.folder / 'chain.yaml'}"
         )
     steps = []
-    for index, (prev, next_) in enumerate(chain.steps, start=1):
-        progress.say(f"oracle {chain.id}: step {index} {prev} -> {next_}, old gold")
+    for index, (prev, next_) in enumerate(chain.steps, start=chain.step_offset + 1):
         new_runs = own_runs[next_]
         new_gold = new_runs[0].statuses
-        old_run = evaluate(sandbox, chain, images.versions[next_], sources.materialize(chain, prev).code, labels)
-        old_gold = resolve(old_run, new_gold)
+        old_gold = resolve(cross_runs[next_], new_gold)
         flaky = flaky_tests(new_runs)
         network = sorted(set(chain.config.oracle.needs_network) & set(new_gold))
         related = sorted(t for t in scored_universe(new_gold, flaky + network) if old_gold[t] in BROKEN)

@@ -32,7 +32,7 @@ def render(card: Scorecard) -> str:
     lines = [
         f"# Scorecard: {card.agent} on {card.chain}",
         "",
-        f"Specification level {card.spec_level}; {card.steps_scored} of {card.steps_total} steps scored"
+        f"Steps {card.step_range}; specification level {card.spec_level}; {card.steps_scored} of {card.steps_total} steps scored"
         + (f"; stopped: {card.stop_reason}" if card.stop_reason else "") + ".",
         "",
         tabulate(totals, headers=["", "phase", "resolving %", "precision %", "F1 %", "TP/FN/FP"], tablefmt="github"),

@@ -53,12 +53,13 @@ def open_run(output: Path, chain: Chain, agent: Agent, level: str) -> RunRecord 
     record_path = output / "run.json"
     if record_path.exists():
         record = read_model(record_path, RunRecord)
-        mine = (chain.id, agent.name, level)
-        theirs = (record.chain, record.agent, record.spec_level)
+        mine = (chain.id, chain.step_range, agent.name, level)
+        theirs = (record.chain, record.step_range, record.agent, record.spec_level)
         if mine != theirs:
             raise SwechainError(
-                f"{output} holds a run of chain {theirs[0]} with agent {theirs[1]} at level {theirs[2]}; "
-                f"choose another --output for chain {mine[0]} with agent {mine[1]} at level {mine[2]}"
+                f"{output} holds a run of chain {theirs[0]} steps {theirs[1]} with agent {theirs[2]} at level "
+                f"{theirs[3]}; choose another --output for chain {mine[0]} steps {mine[1]} with agent {mine[2]} "
+                f"at level {mine[3]}"
             )
         return record
     if output.exists() and any(output.iterdir()):
@@ -139,8 +140,8 @@ class ChainRun:
             shutil.rmtree(folder)  # a step cut short by a kill starts over
         workspace.put_text(SPEC_FILE, self.specs[(step.prev_version, step.next_version)])
         workspace.remove(FIX_REPORT_FILE)
-        if step.index == 1:
-            prev_outcomes = step.old_gold  # prev at step 1 is old gold by definition
+        if step.index == self.oracle.steps[0].index:
+            prev_outcomes = step.old_gold  # prev at the first step is old gold by definition
         else:
             progress.say(f"step {step.index}/{len(self.oracle.steps)}: hidden tests of {step.next_version} on prev")
             prev_outcomes = resolve(self.evaluate(step.next_version, current), step.new_gold)
@@ -197,8 +198,10 @@ class ChainRun:
             container.remove()
 
 
-def run_chain(chain_name: str, agent_spec: str, output: Path, spec_level: str | None = None) -> Scorecard:
-    chain = load_chain(chain_name)
+def run_chain(
+    chain_name: str, agent_spec: str, output: Path, spec_level: str | None = None, steps: str | None = None
+) -> Scorecard:
+    chain = load_chain(chain_name).select_steps(steps)
     agent = resolve_agent(agent_spec)
     level = spec_level or chain.config.default_spec_level
     specs = load_specs(chain, level)
@@ -212,7 +215,7 @@ def run_chain(chain_name: str, agent_spec: str, output: Path, spec_level: str | 
     oracle = oracles.build(sandbox, chain, chain_images)
     if record is None:
         record = RunRecord(
-            run_id=uuid.uuid4().hex[:12], chain=chain.id, agent=agent.name, spec_level=level,
+            run_id=uuid.uuid4().hex[:12], chain=chain.id, step_range=chain.step_range, agent=agent.name, spec_level=level,
             oracle_hash=oracle.inputs_hash, steps_total=len(oracle.steps),
         )
         output.mkdir(parents=True, exist_ok=True)

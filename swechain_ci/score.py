@@ -131,6 +131,7 @@ def scorecard(run: RunRecord, steps: list[StepRecord]) -> Scorecard:
     scored = [score_step(s) for s in sorted(steps, key=lambda s: s.index)]
     return Scorecard(
         chain=run.chain,
+        step_range=run.step_range,
         agent=run.agent,
         spec_level=run.spec_level,
         steps_total=run.steps_total,

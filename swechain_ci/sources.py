@@ -1,16 +1,55 @@
-"""Version sources, split three ways: gold code, hidden tests and protected files."""
+"""Version sources, split three ways: gold code, hidden tests and protected files.
+
+A version's source is a folder in the repository (``local``), the version's sdist
+from the package index (``pypi``, PEP 691 JSON Simple API) or a tagged git checkout
+(``git``). Remote sources are fetched once into the state home::
+
+    sdists/<filename>                          downloaded sdists, hash-checked on every reuse
+    releases/<project>/<version>.json          what the index said about the sdist (ReleaseInfo)
+    sources/pypi/<filename>-<sha256[:16]>/     unpacked: tree/ (top-level folder stripped) + source.json
+    sources/git/<sha256(url, tag)[:16]>/       checkout without .git: tree/ + source.json
+
+Each cache folder is built in a temporary folder and renamed into place, so a
+folder that exists is complete.
+"""
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import json
+import os
+import re
 import shutil
+import stat
+import subprocess
+import tarfile
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from swechain_ci import trees
-from swechain_ci.chain import Chain, LocalSource
+from swechain_ci.chain import Chain, GitSource, LocalSource, PypiSource
 from swechain_ci.errors import SwechainError
 from swechain_ci.settings import state_home
+
+DEFAULT_INDEX_URL = "https://pypi.org/simple"
+INDEX_ENV = "SWECHAIN_INDEX_URL"
+HTTP_TIMEOUT_S = 60.0
+GIT_TIMEOUT_S = 600.0
+JSON_SIMPLE = "application/vnd.pypi.simple.v1+json"
+# Preference order when a version has several sdists.
+SDIST_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".zip")
+# Unpacked size limit for one source tree.
+MAX_SOURCE_BYTES = 1024 * 1024 * 1024
+USER_AGENT = "swechain-ci (+https://github.com/; sdist fetcher)"
 
 
 @dataclass(frozen=True)
@@ -25,16 +64,551 @@ class VersionTrees:
     digest: str
 
 
+class ReleaseInfo(BaseModel):
+    """The sdist of one release, as the package index lists it.
+
+    ``upload_time`` is the release date (PEP 700); ``None`` when the index does not
+    report it.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    index: str
+    project: str
+    version: str
+    filename: str
+    url: str
+    sha256: str
+    upload_time: datetime | None = None
+    requires_python: str | None = None
+    yanked: bool = False
+
+
+def chain_file(chain: Chain) -> Path:
+    return chain.folder / "chain.yaml"
+
+
+def _where(chain: Chain, version: str) -> str:
+    return f"{chain_file(chain)}: version {version}"
+
+
+# --------------------------------------------------------------------------- names and versions
+
+
+def normalize_name(name: str) -> str:
+    """PEP 503: lowercase, runs of ``-``, ``_`` and ``.`` become one ``-``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def normalize_version(version: str) -> str:
+    """PEP 440 normal form when the version parses, else lowercase text."""
+    try:
+        from packaging.version import InvalidVersion, Version
+    except ImportError:  # pragma: no cover - packaging comes with pytest and pip
+        return version.strip().lower()
+    try:
+        return str(Version(version))
+    except InvalidVersion:
+        return version.strip().lower()
+
+
+def _version_key(version: str):
+    try:
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            return (1, Version(version), version)
+        except InvalidVersion:
+            pass
+    except ImportError:  # pragma: no cover
+        pass
+    return (0, None, version)
+
+
+def _sorted_versions(versions) -> list[str]:
+    keyed = [_version_key(v) for v in set(versions)]
+    parsed = sorted(k for k in keyed if k[0] == 1)
+    other = sorted(k[2] for k in keyed if k[0] == 0)
+    return other + [k[2] for k in parsed]
+
+
+def sdist_suffix(filename: str) -> str | None:
+    lower = filename.lower()
+    return next((s for s in SDIST_SUFFIXES if lower.endswith(s)), None)
+
+
+def sdist_version(filename: str, project: str) -> str | None:
+    """The version in an sdist filename (``PyJWT-2.0.0.tar.gz``, ``pyjwt-2.10.0.tar.gz``).
+
+    The name part may itself contain ``-``; the split point is the one whose name
+    part normalises to the project's name, else the last ``-``.
+    """
+    suffix = sdist_suffix(filename)
+    if suffix is None:
+        return None
+    stem = filename[: -len(suffix)]
+    wanted = normalize_name(project)
+    dashes = [i for i, ch in enumerate(stem) if ch == "-"]
+    for i in dashes:
+        if normalize_name(stem[:i]) == wanted:
+            return stem[i + 1 :]
+    return stem[dashes[-1] + 1 :] if dashes else None
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+def index_url() -> str:
+    return (os.environ.get(INDEX_ENV) or DEFAULT_INDEX_URL).rstrip("/")
+
+
+def _open(url: str, accept: str | None = None):
+    headers = {"User-Agent": USER_AGENT}
+    if accept:
+        headers["Accept"] = accept
+    request = urllib.request.Request(url, headers=headers)
+    return urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S)  # noqa: S310 - http(s) URLs from config
+
+
+def _http_problem(exc: BaseException) -> str:
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"HTTP {exc.code} {exc.reason}"
+    if isinstance(exc, urllib.error.URLError):
+        return str(exc.reason)
+    return str(exc) or type(exc).__name__
+
+
+def project_page(project: str, where: str) -> tuple[str, dict]:
+    """The PEP 691 JSON project page: (its URL, the parsed document)."""
+    url = f"{index_url()}/{normalize_name(project)}/"
+    try:
+        with _open(url, accept=JSON_SIMPLE) as response:
+            content_type = response.headers.get("Content-Type", "")
+            body = response.read()
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            raise SwechainError(
+                f"{where}: the index has no project '{project}' ({url} gives 404); "
+                f"set source.project or package in chain.yaml, or {INDEX_ENV}"
+            ) from None
+        raise SwechainError(f"{where}: cannot read {url}: {_http_problem(exc)} (check {INDEX_ENV} and the network)") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise SwechainError(f"{where}: cannot reach {url}: {_http_problem(exc)} (check {INDEX_ENV} and the network)") from None
+    if "json" not in content_type.split(";")[0]:
+        raise SwechainError(
+            f"{where}: {url} answered {content_type or 'no content type'}, not {JSON_SIMPLE}; "
+            f"point {INDEX_ENV} at an index that supports PEP 691"
+        )
+    try:
+        document = json.loads(body)
+    except ValueError as exc:
+        raise SwechainError(f"{where}: {url} did not return valid JSON: {exc}") from None
+    api = str(document.get("meta", {}).get("api-version", "1.0")) if isinstance(document, dict) else ""
+    if not isinstance(document, dict) or not isinstance(document.get("files"), list) or not api.startswith("1."):
+        raise SwechainError(f"{where}: {url} is not a PEP 691 v1 project page (no 'files' list or api-version {api!r})")
+    return url, document
+
+
+# --------------------------------------------------------------------------- PyPI releases
+
+
+def pypi_project(chain: Chain, source: PypiSource) -> str:
+    return source.project or chain.config.package
+
+
+def _pypi_source(chain: Chain, version: str) -> PypiSource:
+    source = chain.version(version).source
+    if not isinstance(source, PypiSource):
+        raise SwechainError(
+            f"{_where(chain, version)}: source kind is '{source.kind}', and only kind 'pypi' has release "
+            "information (upload time, sdist hash)"
+        )
+    return source
+
+
+def _release_cache(project: str, version: str) -> Path:
+    return state_home() / "releases" / normalize_name(project) / f"{version}.json"
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _pick_sdist(chain: Chain, version: str, project: str, page_url: str, files: list) -> ReleaseInfo:
+    wanted = normalize_version(version)
+    candidates, with_sdist = [], set()
+    for entry in files:
+        if not isinstance(entry, dict) or not isinstance(entry.get("filename"), str):
+            continue
+        filename = entry["filename"]
+        found = sdist_version(filename, project)
+        if found is None:
+            continue
+        with_sdist.add(found)
+        if normalize_version(found) == wanted:
+            candidates.append(entry)
+    if not candidates:
+        known = _sorted_versions(with_sdist)
+        shown = ", ".join(known[-10:]) if known else "none"
+        more = f" (latest {min(10, len(known))} of {len(known)})" if len(known) > 10 else ""
+        raise SwechainError(
+            f"{_where(chain, version)}: {page_url} lists no sdist of {project} {version}; "
+            f"versions with an sdist{more}: {shown} (fix the version, or use a git source)"
+        )
+
+    def rank(entry: dict) -> tuple[int, int]:
+        return (1 if entry.get("yanked") else 0, SDIST_SUFFIXES.index(sdist_suffix(entry["filename"]) or ".zip"))
+
+    chosen = min(candidates, key=rank)
+    filename = chosen["filename"]
+    if filename != PurePosixPath(filename).name or filename.startswith(".") or "\\" in filename:
+        raise SwechainError(f"{_where(chain, version)}: {page_url} gives an unsafe sdist filename {filename!r}")
+    hashes = chosen.get("hashes") if isinstance(chosen.get("hashes"), dict) else {}
+    index_hash = str(hashes.get("sha256", "")).lower() or None
+    source = _pypi_source(chain, version)
+    if index_hash and source.sha256 and index_hash != source.sha256:
+        raise SwechainError(
+            f"{_where(chain, version)}: source.sha256 is {source.sha256} but the index gives {index_hash} "
+            f"for {filename}; correct source.sha256 in chain.yaml"
+        )
+    sha256 = index_hash or source.sha256
+    if not sha256:
+        raise SwechainError(
+            f"{_where(chain, version)}: the index gives no sha256 for {filename}; "
+            "set source.sha256 in chain.yaml to the sdist's hash"
+        )
+    upload = chosen.get("upload-time")
+    try:
+        upload_time = datetime.fromisoformat(upload) if isinstance(upload, str) else None
+    except ValueError:
+        upload_time = None
+    requires = chosen.get("requires-python")
+    return ReleaseInfo(
+        index=index_url(),
+        project=normalize_name(project),
+        version=version,
+        filename=filename,
+        url=urllib.parse.urljoin(page_url, str(chosen.get("url", ""))),
+        sha256=sha256,
+        upload_time=upload_time,
+        requires_python=requires if isinstance(requires, str) and requires else None,
+        yanked=bool(chosen.get("yanked")),
+    )
+
+
+def release_info(chain: Chain, version: str) -> ReleaseInfo:
+    """The sdist of a ``pypi`` version: filename, URL, sha256 and upload time (the release date).
+
+    The index is asked once; its answer is kept under ``releases/`` in the state home
+    (released files never change), so later calls work offline.
+    """
+    source = _pypi_source(chain, version)
+    project = pypi_project(chain, source)
+    cache = _release_cache(project, version)
+    if cache.is_file():
+        try:
+            cached = ReleaseInfo.model_validate_json(cache.read_text())
+        except (ValidationError, ValueError):
+            cached = None
+        if cached and cached.index == index_url() and source.sha256 in (None, cached.sha256):
+            return cached
+    page_url, document = project_page(project, _where(chain, version))
+    info = _pick_sdist(chain, version, project, page_url, document["files"])
+    _write_atomic(cache, info.model_dump_json(indent=2).encode())
+    return info
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fetch_sdist(chain: Chain, version: str) -> Path:
+    """The version's sdist in ``sdists/`` of the state home, downloaded if needed, hash-checked."""
+    info = release_info(chain, version)
+    folder = state_home() / "sdists"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / info.filename
+    if path.is_file():
+        if _file_sha256(path) == info.sha256:
+            return path
+        path.unlink()  # corrupt or replaced: fetch again
+    fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=f".{info.filename}.")
+    tmp = Path(tmp_name)
+    h = hashlib.sha256()
+    try:
+        with os.fdopen(fd, "wb") as out:
+            try:
+                with _open(info.url) as response:
+                    for block in iter(lambda: response.read(1 << 20), b""):
+                        h.update(block)
+                        out.write(block)
+            except (urllib.error.URLError, OSError, ValueError) as exc:
+                raise SwechainError(
+                    f"{_where(chain, version)}: cannot download {info.url}: {_http_problem(exc)} "
+                    f"(check {INDEX_ENV} and the network)"
+                ) from None
+        if h.hexdigest() != info.sha256:
+            raise SwechainError(
+                f"{_where(chain, version)}: {info.url} has sha256 {h.hexdigest()} but {info.sha256} was expected; "
+                "the download is corrupt or the index changed (check source.sha256 in chain.yaml)"
+            )
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+# --------------------------------------------------------------------------- unpacking
+
+
+def _member_path(name: str) -> PurePosixPath | None:
+    """A safe relative path for an archive member, or None to skip it."""
+    if not name or name.startswith("/") or "\\" in name or re.match(r"^[A-Za-z]:", name):
+        return None
+    parts = [p for p in PurePosixPath(name).parts if p not in ("", ".")]
+    if not parts or ".." in parts:
+        return None
+    return PurePosixPath(*parts)
+
+
+def _common_top(names: list[PurePosixPath], dirs: set[PurePosixPath]) -> str | None:
+    """The single top-level folder of an archive, if everything sits under one."""
+    tops = {n.parts[0] for n in names}
+    if len(tops) != 1:
+        return None
+    top = next(iter(tops))
+    if any(len(n.parts) == 1 and n not in dirs for n in names):
+        return None  # the only top-level entry is a file
+    return top
+
+
+class _Extractor:
+    """Writes members below ``dest``, refusing anything that would leave it."""
+
+    def __init__(self, dest: Path, archive: Path) -> None:
+        self.dest = dest
+        self.root = dest.resolve()
+        self.archive = archive
+        self.total = 0
+
+    def target(self, rel: PurePosixPath) -> Path | None:
+        target = self.dest / rel
+        parent = target.parent.resolve()
+        # A parent that is a symlink must not lead out of the tree.
+        if os.path.commonpath([str(self.root), str(parent)]) != str(self.root):
+            return None
+        return target
+
+    def add_bytes(self, size: int) -> None:
+        self.total += size
+        if self.total > MAX_SOURCE_BYTES:
+            raise SwechainError(f"{self.archive}: unpacks to more than {MAX_SOURCE_BYTES // 2**20} MiB")
+
+    def directory(self, rel: PurePosixPath) -> None:
+        target = self.target(rel)
+        if target is not None and not target.is_symlink():
+            target.mkdir(parents=True, exist_ok=True)
+
+    def file(self, rel: PurePosixPath, source, size: int, executable: bool) -> None:
+        target = self.target(rel)
+        if target is None:
+            return
+        self.add_bytes(size)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink() or target.exists():
+            if target.is_dir() and not target.is_symlink():
+                return
+            target.unlink()
+        with open(target, "wb") as out:
+            if source is not None:
+                shutil.copyfileobj(source, out)
+        target.chmod(0o755 if executable else 0o644)
+
+    def symlink(self, rel: PurePosixPath, link: str) -> None:
+        target = self.target(rel)
+        if target is None or target.exists() or target.is_symlink():
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(link, target)
+        if not trees.link_stays_inside(self.root, self.root / rel):
+            target.unlink()
+
+
+def unpack_archive(archive: Path, dest: Path) -> None:
+    """Unpack an sdist (tar or zip) into ``dest``, stripping its single top-level folder.
+
+    Only regular files, folders and symlinks that stay inside the tree are kept:
+    absolute paths, ``..``, devices, FIFOs and links leaving the tree are dropped.
+    A hard link becomes a copy of its target when that target was already unpacked.
+    Empty files are kept.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    out = _Extractor(dest, archive)
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as zf:
+            infos = [(i, _member_path(i.filename)) for i in zf.infolist()]
+            infos = [(i, p) for i, p in infos if p is not None]
+            dirs = {p for i, p in infos if i.is_dir()}
+            top = _common_top([p for _, p in infos], dirs)
+            for info, rel in infos:
+                rel = _strip(rel, top)
+                if rel is None:
+                    continue
+                mode = info.external_attr >> 16
+                if info.is_dir():
+                    out.directory(rel)
+                elif stat.S_ISLNK(mode):
+                    out.symlink(rel, zf.read(info).decode("utf-8", errors="replace"))
+                elif stat.S_IFMT(mode) in (0, stat.S_IFREG):  # no type bits: a plain file
+                    with zf.open(info) as handle:
+                        out.file(rel, handle, info.file_size, bool(mode & 0o111))
+        return
+    try:
+        tar = tarfile.open(archive, mode="r:*")
+    except (tarfile.TarError, OSError) as exc:
+        raise SwechainError(f"{archive}: not a readable tar or zip archive ({exc}); delete it to fetch it again") from None
+    with tar:
+        members = [(m, _member_path(m.name)) for m in tar.getmembers()]
+        members = [(m, p) for m, p in members if p is not None]
+        dirs = {p for m, p in members if m.isdir()}
+        top = _common_top([p for _, p in members], dirs)
+        for member, rel in members:
+            rel = _strip(rel, top)
+            if rel is None:
+                continue
+            if member.isdir():
+                out.directory(rel)
+            elif member.isreg():
+                out.file(rel, tar.extractfile(member), member.size, bool(member.mode & 0o111))
+            elif member.issym():
+                out.symlink(rel, member.linkname)
+            elif member.islnk():
+                link = _member_path(member.linkname)
+                link = _strip(link, top) if link is not None else None
+                source = out.target(link) if link is not None else None
+                if source is not None and source.is_file() and not source.is_symlink():
+                    with open(source, "rb") as handle:
+                        out.file(rel, handle, source.stat().st_size, os.access(source, os.X_OK))
+            # devices, FIFOs and anything else: dropped
+
+
+def _strip(rel: PurePosixPath, top: str | None) -> PurePosixPath | None:
+    if top is None:
+        return rel
+    if len(rel.parts) == 1:
+        return None  # the top-level folder itself
+    return PurePosixPath(*rel.parts[1:])
+
+
+# --------------------------------------------------------------------------- cache folders
+
+
+def _build_cached(folder: Path, build, record: dict) -> Path:
+    """``folder/tree`` built by ``build(tree_path)`` in a temporary folder, renamed into place."""
+    tree = folder / "tree"
+    if (folder / "source.json").is_file() and tree.is_dir():
+        return tree
+    if folder.exists():
+        shutil.rmtree(folder)  # left over from an older layout or a crash
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    try:
+        build(tmp / "tree")
+        (tmp / "source.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
+        try:
+            os.rename(tmp, folder)
+        except OSError:
+            if not (folder / "source.json").is_file():  # not a concurrent build that won
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return tree
+
+
+def _pypi_root(chain: Chain, version: str) -> Path:
+    info = release_info(chain, version)
+    folder = state_home() / "sources" / "pypi" / f"{info.filename}-{info.sha256[:16]}"
+
+    def build(tree: Path) -> None:
+        unpack_archive(fetch_sdist(chain, version), tree)
+
+    return _build_cached(folder, build, {"kind": "pypi", **info.model_dump(mode="json")})
+
+
+def _one_line(text: str) -> str:
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _git_env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "GIT_TERMINAL_PROMPT": "0",  # never wait for credentials
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_LFS_SKIP_SMUDGE": "1",
+    }
+
+
+def _git_root(chain: Chain, version: str, source: GitSource) -> Path:
+    key = hashlib.sha256(f"{source.url}\0{source.tag}".encode()).hexdigest()[:16]
+    folder = state_home() / "sources" / "git" / key
+    record = {"kind": "git", "url": source.url, "tag": source.tag}
+    where = _where(chain, version)
+
+    def build(tree: Path) -> None:
+        if source.url.startswith("-") or source.tag.startswith("-"):
+            raise SwechainError(f"{where}: source url and tag must not start with '-'")
+        command = [
+            "git", "-c", "advice.detachedHead=false", "clone", "--quiet", "--depth", "1",
+            "--no-tags", "--branch", source.tag, "--", source.url, str(tree),
+        ]
+        try:
+            result = subprocess.run(command, capture_output=True, env=_git_env(), timeout=GIT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise SwechainError(f"{where}: git clone of {source.url} at {source.tag} took over {GIT_TIMEOUT_S:.0f}s") from None
+        except FileNotFoundError:
+            raise SwechainError(f"{where}: git is not installed; install git to use git sources") from None
+        if result.returncode != 0:
+            problem = _one_line(result.stderr.decode(errors="replace")) or f"exit code {result.returncode}"
+            raise SwechainError(
+                f"{where}: git clone of {source.url} at tag {source.tag} failed: {problem} "
+                "(check source.url and source.tag in chain.yaml)"
+            )
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, capture_output=True, env=_git_env())
+        record["commit"] = head.stdout.decode().strip()
+        shutil.rmtree(tree / ".git")
+
+    return _build_cached(folder, build, record)
+
+
+# --------------------------------------------------------------------------- the entry points
+
+
 def source_root(chain: Chain, version: str) -> Path:
+    """The version's full source tree (sdist unpacked, or checkout without ``.git``)."""
     source = chain.version(version).source
     if isinstance(source, LocalSource):
         path = (chain.folder / source.path).resolve()
         if not path.is_dir():
-            raise SwechainError(
-                f"{chain.folder / 'chain.yaml'}: version {version}: source path {path} is not a folder"
-            )
+            raise SwechainError(f"{_where(chain, version)}: source path {path} is not a folder")
         return path
-    raise SwechainError(f"unsupported source kind for {chain.id} {version}")
+    if isinstance(source, PypiSource):
+        return _pypi_root(chain, version)
+    if isinstance(source, GitSource):
+        return _git_root(chain, version, source)
+    raise SwechainError(f"{_where(chain, version)}: unsupported source kind {source.kind!r}")
 
 
 def is_hidden(rel: PurePosixPath, test_folder: str) -> bool:
@@ -82,3 +656,4 @@ def materialize(chain: Chain, version: str) -> VersionTrees:
     split(chain, root, dest, version)
     (dest / ".complete").write_text(content)
     return VersionTrees(version, root, dest / "code", dest / "hidden", dest / "protected", content)
+

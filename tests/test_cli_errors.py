@@ -65,7 +65,7 @@ def test_chain_id_must_match_its_folder(project_copy):
 
 def test_unknown_chain_lists_the_known_ones():
     line = error_line(run_cli("run", "--chain", "nosuch", "--agent", "oracle", "--output", "/tmp/never", env=NO_DOCKER))
-    assert "unknown chain 'nosuch'" in line and "known chains: toy" in line
+    assert "unknown chain 'nosuch'" in line and "known chains: " in line and "pyjwt" in line and "toy" in line
     assert not Path("/tmp/never").exists()
 
 
@@ -92,13 +92,13 @@ def test_an_existing_run_of_another_agent_is_never_overwritten(tmp_path):
     output = tmp_path / "run"
     output.mkdir()
     (output / "run.json").write_text(
-        '{"schema_version": 1, "run_id": "abc", "chain": "toy", "agent": "oracle", "spec_level": "manual",'
+        '{"schema_version": 1, "run_id": "abc", "chain": "toy", "step_range": "1-3", "agent": "oracle", "spec_level": "manual",'
         ' "oracle_hash": "x", "steps_total": 3, "status": "running", "stop_reason": null}'
     )
     (output / "notes.txt").write_text("keep me")
     before = folder_fingerprint(output)
     line = error_line(run_cli("run", "--chain", "toy", "--agent", "noop", "--output", str(output)))
-    assert "holds a run of chain toy with agent oracle" in line
+    assert "holds a run of chain toy steps 1-3 with agent oracle" in line
     assert folder_fingerprint(output) == before
 
 
@@ -118,7 +118,7 @@ def test_no_docker_engine_leaves_an_unfinished_run_untouched(tmp_path):
     output = tmp_path / "run"
     (output / "steps" / "01-0.1.0-0.2.0").mkdir(parents=True)
     (output / "run.json").write_text(
-        '{"schema_version": 1, "run_id": "abc", "chain": "toy", "agent": "noop", "spec_level": "manual",'
+        '{"schema_version": 1, "run_id": "abc", "chain": "toy", "step_range": "1-3", "agent": "noop", "spec_level": "manual",'
         ' "oracle_hash": "x", "steps_total": 3, "status": "running", "stop_reason": null}'
     )
     (output / "steps" / "01-0.1.0-0.2.0" / "build.diff").write_text("partial work\n")

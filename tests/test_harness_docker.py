@@ -128,3 +128,19 @@ def test_an_output_flood_does_not_break_the_harness(toy, tmp_path):
     assert run.execution_error is None
     assert len(run.statuses) == 35 and set(run.statuses.values()) == {Status.passed}
     assert len(run.output_tail) <= 8000
+
+
+def test_a_candidate_that_kills_pytest_costs_only_the_file_it_kills(toy, tmp_path):
+    chain, sandbox, built = toy
+    code = code_of(chain, "0.2.0", tmp_path / "c")
+    checks = code / "src" / "toyslug" / "checks.py"
+    checks.write_text(checks.read_text().replace(
+        "def is_slug(text: str) -> bool:\n", "def is_slug(text: str) -> bool:\n    import os; os._exit(0)\n", 1))
+    gold = evaluate(sandbox, chain, built.versions["0.2.0"], code_of(chain, "0.2.0", tmp_path / "g"), LABELS)
+    run = evaluate(sandbox, chain, built.versions["0.2.0"], code, LABELS)
+    assert run.execution_error is None and not run.timed_out
+    outcomes = resolve(run, gold.statuses)
+    # Both modules that call is_slug kill pytest, also when retried alone; the rest is unharmed.
+    killed = {t for t in gold.statuses if t.split("::")[0] in ("tests/test_checks.py", "tests/test_slugify.py")}
+    assert killed and {outcomes[t] for t in killed} == {Status.failed}
+    assert {s for t, s in outcomes.items() if t not in killed} == {Status.passed}

@@ -300,7 +300,7 @@ def test_flaky_test_is_not_scored():
 
 def test_scorecard_micro_averages_build_and_build_fix():
     run = RunRecord(
-        run_id="r1", chain="toy", agent="dummy", spec_level="L3", oracle_hash="h",
+        run_id="r1", chain="toy", step_range="1-5", agent="dummy", spec_level="L3", oracle_hash="h",
         steps_total=5, status="stopped", stop_reason="agent timed out at step 2",
     )
     card = scorecard(run, [step_b(), step_a()])  # out of order on purpose
@@ -328,7 +328,7 @@ def test_scorecard_step_without_related_tests_counts_its_regression():
         upgrade_related=[], new_gold={"a": P, "b": P}, prev_outcomes={"a": P, "b": P},
         build=phase("build", {"a": F, "b": P}),
     )
-    run = RunRecord(run_id="r", chain="c", agent="x", spec_level="L3", oracle_hash="h", steps_total=1)
+    run = RunRecord(run_id="r", chain="c", step_range="1-1", agent="x", spec_level="L3", oracle_hash="h", steps_total=1)
     card = scorecard(run, [step])
     assert card.steps[0].upgrade_related == 0
     assert card.steps[0].build.resolving is None  # 0/0

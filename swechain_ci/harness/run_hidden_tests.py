@@ -67,14 +67,14 @@ def assemble(settings: dict) -> None:
         shutil.copytree(TARGET / layer, RUN, symlinks=True, dirs_exist_ok=True)
 
 
-def find_config() -> tuple[Path | None, list[str]]:
-    """The config file pytest would use in /work/run, and its addopts."""
+def find_config() -> tuple[Path | None, dict]:
+    """The config file pytest would use in /work/run, and its ini options."""
     for name in ("pytest.ini", ".pytest.ini"):
         path = RUN / name
         if path.is_file():
             parser = configparser.ConfigParser(interpolation=None)
             parser.read(path)
-            return path, shlex.split(parser.get("pytest", "addopts", fallback=""))
+            return path, dict(parser.items("pytest")) if parser.has_section("pytest") else {}
     path = RUN / "pyproject.toml"
     if path.is_file():
         try:
@@ -82,8 +82,7 @@ def find_config() -> tuple[Path | None, list[str]]:
         except tomllib.TOMLDecodeError:
             options = None
         if options is not None:
-            addopts = options.get("addopts", "")
-            return path, shlex.split(addopts) if isinstance(addopts, str) else list(addopts)
+            return path, options
     for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
         path = RUN / name
         if path.is_file():
@@ -93,8 +92,53 @@ def find_config() -> tuple[Path | None, list[str]]:
             except configparser.Error:
                 continue
             if parser.has_section(section):
-                return path, shlex.split(parser.get(section, "addopts", fallback=""))
-    return None, []
+                return path, dict(parser.items(section))
+    return None, {}
+
+
+def as_args(value: str | list) -> list[str]:
+    return shlex.split(value) if isinstance(value, str) else [str(v) for v in value]
+
+
+def as_lines(value: str | list) -> list[str]:
+    lines = value.splitlines() if isinstance(value, str) else [str(v) for v in value]
+    return [line.strip() for line in lines if line.strip()]
+
+
+def unresolvable_warning_filters(filters: list[str], env: dict) -> list[str]:
+    """Warning filters naming a category the candidate's code does not define.
+
+    pytest refuses to start on such a filter, which would turn a missing class
+    into a failure of every test; like a missing name in a test module, it
+    costs only what it touches: the filter is dropped.
+    """
+    categories = {}
+    for line in filters:
+        parts = line.split(":")
+        category = parts[2].strip() if len(parts) > 2 else ""
+        if "." in category:
+            categories[line] = category
+    if not categories:
+        return []
+    probe = (
+        "import importlib, json, sys\n"
+        "missing = []\n"
+        "for line, category in json.loads(sys.argv[1]).items():\n"
+        "    module, _, name = category.rpartition('.')\n"
+        "    try:\n"
+        "        getattr(importlib.import_module(module), name)\n"
+        "    except Exception:\n"
+        "        missing.append(line)\n"
+        "print(json.dumps(missing))\n"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, json.dumps(categories)], cwd=RUN, env=env,
+            capture_output=True, text=True, timeout=60,
+        )
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError):
+        return list(categories)
 
 
 def remove_options(addopts: list[str], removed: list[dict]) -> list[str]:
@@ -200,28 +244,11 @@ def main() -> int:
     OUT.mkdir(exist_ok=True)
     assemble(settings)
     rename_sections(settings["rename_sections"])
-    config, addopts = find_config()
-    addopts = remove_options(addopts, settings["remove_options"])
+    config, ini = find_config()
+    addopts = remove_options(as_args(ini.get("addopts", "")), settings["remove_options"])
     # A private temporary directory for every run.
     tmp = Path(tempfile.mkdtemp(prefix="swechain-", dir=os.environ.get("TMPDIR", "/tmp")))
     (tmp / "home").mkdir()
-    base_command = [
-        sys.executable, "-m", "pytest",
-        "-c", str(config) if config else str(HARNESS / "empty.ini"),
-        "--rootdir", str(RUN),
-        "-o", "addopts=" + shlex.join(addopts),
-        "-p", "no:cacheprovider",
-        "-p", "swechain_guard",
-        "-p", "pytest_jsonreport",
-        "-p", "pytest_timeout",
-        "--json-report",
-        "--json-report-omit", "log", "streams", "warnings", "keywords",
-        f"--timeout={settings['test_timeout_s']}",
-        "--continue-on-collection-errors",
-        "-rN", "--tb=short", "--color=no",
-        f"--basetemp={tmp / 'pytest'}",
-        *settings["extra_args"],
-    ]
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp / "home"),
@@ -234,11 +261,37 @@ def main() -> int:
         "SWECHAIN_OUT": str(OUT),
         "SWECHAIN_TESTS_ROOT": str(RUN / settings["test_folder"]),
     }
+    ini_overrides = ["-o", "addopts=" + shlex.join(addopts)]
+    filters = as_lines(ini.get("filterwarnings", ""))
+    dropped_filters = unresolvable_warning_filters(filters, env)
+    if dropped_filters:
+        kept = [f for f in filters if f not in dropped_filters]
+        ini_overrides += ["-o", "filterwarnings=" + "\n".join(kept)]
+    base_command = [
+        sys.executable, "-m", "pytest",
+        "-c", str(config) if config else str(HARNESS / "empty.ini"),
+        "--rootdir", str(RUN),
+        *ini_overrides,
+        "-p", "no:cacheprovider",
+        "-p", "swechain_guard",
+        "-p", "pytest_jsonreport",
+        "-p", "pytest_timeout",
+        "--json-report",
+        "--json-report-omit", "log", "streams", "warnings", "keywords",
+        f"--timeout={settings['test_timeout_s']}",
+        "--continue-on-collection-errors",
+        "-rN", "--tb=short", "--color=no",
+        f"--basetemp={tmp / 'pytest'}",
+        *settings["extra_args"],
+    ]
     started = time.monotonic()
     pytest = Pytest(settings, base_command, env, started + settings["run_timeout_s"])
     main_report = OUT / "report-suite.json"
     exit_code, timed_out = pytest.run([settings["test_folder"]], main_report)
-    result = {"exit_code": exit_code, "timed_out": timed_out, "retried": [], "unreported": []}
+    result = {
+        "exit_code": exit_code, "timed_out": timed_out, "retried": [], "unreported": [],
+        "dropped_warning_filters": dropped_filters,
+    }
     # 4 is a usage error: the same for every file, so retrying cannot help.
     if not timed_out and exit_code != 4 and (exit_code not in (0, 1, 5) or not main_report.is_file()):
         # The run broke off (a crash, os._exit, pytest.exit): retry what reported nothing, file by file.

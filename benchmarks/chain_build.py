@@ -1,0 +1,115 @@
+"""`chain build` on a real chain: cold and warm wall time, image disk use, and the cost
+of running one step's hidden tests in a container against a bare pytest run on the host.
+
+Usage: .venv/bin/python benchmarks/chain_build.py [CHAIN] [--steps A-B] [--skip-cold]
+
+- cold: no images of the chain and an empty state home (sdists, resolutions, wheels
+  and oracle fetched and built again); the base image is kept (bootstrapping it is
+  a one-off ~50 s of its own).
+- warm: images and caches in place, the oracle recomputed (`--force`).
+- ratio: median of 3 containerised runs of the last step's target suite on its own
+  code, over the median of 3 bare `pytest` runs of the same tests and code on the
+  host, in a venv with the same pinned requirements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "swechain_ci"]
+
+
+def timed_build(chain: str, steps: list[str], env: dict, force: bool) -> float:
+    started = time.perf_counter()
+    subprocess.run([*CLI, "chain", "build", chain, *steps, *(["--force"] if force else [])],
+                   cwd=REPO, env=env, check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def remove_images(chain: str) -> None:
+    listed = subprocess.run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    mine = [i for i in listed if i.startswith(f"swechain-ci/{chain}-")]
+    if mine:
+        subprocess.run(["docker", "rmi", "-f", *mine], capture_output=True, check=True)
+
+
+def image_disk_use(chain: str) -> tuple[int, float]:
+    """Images of the chain and their size on disk, layers shared between them counted once."""
+    import docker
+
+    client = docker.from_env()
+    df = client.df()["Images"]
+    mine = [i for i in df if any(t.startswith(f"swechain-ci/{chain}-") for t in (i.get("RepoTags") or []))]
+    unique = sum(i["Size"] - i["SharedSize"] for i in mine if i["SharedSize"] >= 0)
+    shared_base = max((i["SharedSize"] for i in mine), default=0)
+    return len(mine), (unique + shared_base) / 2**20
+
+
+def container_vs_bare(chain_id: str, steps: str | None) -> tuple[float, float]:
+    from swechain_ci import environments, images, sources
+    from swechain_ci.chain import load_chain
+    from swechain_ci.evaluate import evaluate
+    from swechain_ci.sandbox import DockerSandbox
+
+    chain = load_chain(chain_id).select_steps(steps)
+    version = chain.versions[-1]
+    sandbox = DockerSandbox()
+    built = images.ensure_images(sandbox, chain)
+    trees = sources.materialize(chain, version)
+    contained = []
+    for _ in range(3):
+        started = time.perf_counter()
+        evaluate(sandbox, chain, built.versions[version], trees.code, {"swechain-ci.benchmark": "chain_build"})
+        contained.append(time.perf_counter() - started)
+    with tempfile.TemporaryDirectory() as tmp:
+        venv, work = Path(tmp) / "venv", Path(tmp) / "work"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        wheels = images.wheelhouse(environments.pins(chain, version), chain.config.python)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "--no-index", "--find-links", str(wheels),
+                        *environments.pins(chain, version)], check=True)
+        shutil.copytree(trees.code, work)
+        shutil.copytree(trees.hidden, work, dirs_exist_ok=True)
+        bare = []
+        for _ in range(3):
+            started = time.perf_counter()
+            subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            chain.config.test_folder], cwd=work, capture_output=True,
+                           env={**os.environ, "PYTHONPATH": str(work / chain.config.source_root)})
+            bare.append(time.perf_counter() - started)
+    return statistics.median(contained), statistics.median(bare)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("chain", nargs="?", default="pyjwt")
+    parser.add_argument("--steps")
+    parser.add_argument("--skip-cold", action="store_true")
+    args = parser.parse_args()
+    steps = ["--steps", args.steps] if args.steps else []
+    env = dict(os.environ)
+    if not args.skip_cold:
+        with tempfile.TemporaryDirectory() as home:
+            remove_images(args.chain)
+            cold = timed_build(args.chain, steps, {**env, "SWECHAIN_HOME": home}, force=False)
+            print(f"cold chain build ({args.chain} {args.steps or 'all steps'}): {cold:.1f} s")
+    warm = timed_build(args.chain, steps, env, force=True)
+    print(f"warm chain build, oracle recomputed: {warm:.1f} s")
+    count, mib = image_disk_use(args.chain)
+    print(f"images: {count}, disk use {mib:.0f} MiB (shared layers counted once)")
+    contained, bare = container_vs_bare(args.chain, args.steps)
+    print(f"one step's hidden tests: container {contained:.2f} s, bare pytest on the host {bare:.2f} s, "
+          f"ratio {contained / bare:.2f}")
+
+
+if __name__ == "__main__":
+    main()
