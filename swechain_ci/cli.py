@@ -10,10 +10,12 @@ import typer
 from tabulate import tabulate
 
 from swechain_ci.errors import SwechainError
+from swechain_ci.specs_cli import specs_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 chain_app = typer.Typer(no_args_is_help=True, help="Chain definitions and their oracles.")
 app.add_typer(chain_app, name="chain")
+app.add_typer(specs_app, name="specs")
 
 
 @chain_app.command("list")

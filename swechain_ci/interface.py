@@ -142,6 +142,7 @@ class Module:
     defs: dict[str, Definition] = field(default_factory=dict)
     all_names: list[str] | None = None
     star_imports: list[str] = field(default_factory=list)
+    reexports: set[str] = field(default_factory=set)  # ``from x import name as name``
 
 
 @dataclass
@@ -318,6 +319,8 @@ def scan_module(module: Module, tree: ast.Module) -> None:
                 if alias.name == "*":
                     module.star_imports.append(source)
                     continue
+                if alias.asname == alias.name:
+                    module.reexports.add(alias.name)
                 defs.setdefault(alias.asname or alias.name, Definition("import", target=(source, alias.name)))
         elif isinstance(stmt, ast.Import):
             for alias in stmt.names:
@@ -416,9 +419,8 @@ class Resolver:
                 if definition.kind in ("function", "class", "variable"):
                     names.append(name)
                 elif definition.kind == "import" and definition.target:
-                    source, imported = definition.target
-                    explicit = imported == name and self._explicit_reexport(info, name)
-                    if (info.is_package and self.in_package(source)) or explicit:
+                    source, _ = definition.target
+                    if (info.is_package and self.in_package(source)) or name in info.reexports:
                         names.append(name)
             if info.is_package and depth <= _MAX_DEPTH:
                 for source in info.star_imports:
@@ -426,20 +428,8 @@ class Resolver:
                         names.extend(self.public_names(source, depth + 1))
         return sorted({n for n in names if not n.startswith("_")})
 
-    @staticmethod
-    def _explicit_reexport(info: Module, name: str) -> bool:
-        """``from x import name as name``: the typing convention for a re-export."""
-        try:
-            tree = ast.parse(info.path.read_bytes())
-        except (SyntaxError, ValueError, OSError):
-            return False
-        return any(
-            isinstance(stmt, ast.ImportFrom) and any(a.name == name and a.asname == name for a in stmt.names)
-            for stmt in _top_level(tree.body)
-        )
-
     def describe(self, module: str, name: str) -> ApiName:
-        where, real, definition = self.resolve(module, name)
+        where, _, definition = self.resolve(module, name)
         defined_in = where if where != module else None
         if definition is None:
             return ApiName(module=module, name=name, kind="unknown", parameters=None, defined_in=defined_in)

@@ -68,9 +68,8 @@ def test_pyjwt_2_9_0_to_2_10_0_new_exception_classes():
 def test_pyjwt_2_1_0_to_2_2_0_class_rename():
     # PyJWT 2.2.0 renamed Ed25519Algorithm to OKPAlgorithm (same __init__(self, **kwargs)).
     result = chain_interface_changes(load_chain("pyjwt"), "2.1.0", "2.2.0")
-    assert [(r.kind, r.old_module, r.old_name, r.new_module, r.new_name, r.parameters) for r in result.renamed_names] == [
-        ("class", "jwt.algorithms", "Ed25519Algorithm", "jwt.algorithms", "OKPAlgorithm", "(**kwargs)")
-    ]
+    renames = [(r.kind, r.old_module, r.old_name, r.new_module, r.new_name, r.parameters) for r in result.renamed_names]
+    assert renames == [("class", "jwt.algorithms", "Ed25519Algorithm", "jwt.algorithms", "OKPAlgorithm", "(**kwargs)")]
 
 
 def test_toy_0_2_0_to_0_3_0_renames_module_and_function():
@@ -276,7 +275,9 @@ def test_methods_properties_overloads_and_conditional_definitions(tmp_path):
     assert [(a.name, a.kind, a.parameters) for a in result.added_members] == [
         ("Client.fetch", "method", "(path)"), ("Client.name", "method", "()"),
     ]
-    assert [(a.name, a.kind) for a in result.removed_members] == [("Client.__len__", "method"), ("Client.name", "property")]
+    assert [(a.name, a.kind) for a in result.removed_members] == [
+        ("Client.__len__", "method"), ("Client.name", "property"),
+    ]
     assert (result.added_names, result.removed_names) == ([], [])  # Alias (TYPE_CHECKING only) is not public
 
 
@@ -291,11 +292,15 @@ def test_star_imports_and_computed_all(tmp_path):
     tree = write_tree(tmp_path, {
         "pkg/__init__.py": "from .core import *\n",
         "pkg/core.py": "__all__ = ['a'] + ['b']\ndef a(): ...\ndef b(): ...\ndef c(q): ...\n",
+        "pkg/facade.py": "import os\nfrom .core import a as a\nfrom .core import b\nfrom os import path as path\n",
     })
     resolver = Resolver(scan_package(tree, ".", "pkg"))
     # A computed __all__ is not a literal, so the module's own definitions count.
     assert resolver.public_names("pkg.core") == ["a", "b", "c"]
     assert resolver.public_names("pkg") == ["a", "b", "c"]
+    # Outside a package's __init__, only explicit re-exports (``import x as x``) are public.
+    assert resolver.public_names("pkg.facade") == ["a", "path"]
+    assert resolver.describe("pkg.facade", "path").kind == "unknown"  # from outside the package
     assert resolver.describe("pkg", "c").model_dump(include={"kind", "parameters", "defined_in"}) == {
         "kind": "function", "parameters": "(q)", "defined_in": "pkg.core"
     }
