@@ -12,7 +12,7 @@ from tabulate import tabulate
 from swechain_ci.errors import SwechainError
 from swechain_ci.specs_cli import specs_app
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__, pretty_exceptions_enable=False)
 chain_app = typer.Typer(no_args_is_help=True, help="Chain definitions and their oracles.")
 app.add_typer(chain_app, name="chain")
 app.add_typer(specs_app, name="specs")
@@ -117,18 +117,9 @@ def report(output: Annotated[Path, typer.Argument(help="a run's results folder")
 
 
 def main() -> None:
+    """The console script: a SwechainError is one line on stderr and exit status 2."""
     try:
-        app(standalone_mode=False)
+        app()
     except SwechainError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    except typer.Abort:
-        typer.echo("aborted", err=True)
-        sys.exit(130)
-    except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise

@@ -7,6 +7,7 @@ so it is built once and rebuilt only when an input changes.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 from swechain_ci import environments as environments_of
 from swechain_ci import progress, sources, trees
 from swechain_ci.environments import IMAGE_PLATFORMS, platform_options
+from swechain_ci.agents.manifest import AgentManifest, agents_dir
 from swechain_ci.chain import Chain
 from swechain_ci.errors import SwechainError
 from swechain_ci.sandbox import DockerSandbox
@@ -93,10 +95,12 @@ def recipe(chain: Chain, name: str) -> Path:
 
 
 def build_cached(
-    sandbox: DockerSandbox, chain: Chain, kind: str, files: dict[str, Path], buildargs: dict[str, str]
+    sandbox: DockerSandbox, chain: Chain, kind: str, files: dict[str, Path], buildargs: dict[str, str],
+    recipe_path: Path | None = None, network: str = "none",
 ) -> str:
-    """Build ``dockerfiles/<family>/<kind>.Dockerfile`` over ``files``, reusing a build with equal inputs."""
-    recipe_path = recipe(chain, kind)
+    """Build ``dockerfiles/<family>/<kind>.Dockerfile`` (or ``recipe_path``) over ``files``,
+    reusing a build with equal inputs."""
+    recipe_path = recipe_path or recipe(chain, kind)
     h = hashlib.sha256(recipe_path.read_bytes())
     for arg, value in sorted(buildargs.items()):
         h.update(f"{arg}={value}".encode())
@@ -115,7 +119,7 @@ def build_cached(
             else:
                 shutil.copy(path, context / name)
         log = state_home() / "logs" / "images" / f"{chain.id}-{kind}-{h.hexdigest()[:16]}.log"
-        return sandbox.build(context, "Dockerfile", tag, buildargs, log)
+        return sandbox.build(context, "Dockerfile", tag, buildargs, log, network=network)
 
 
 def ensure_deps(sandbox: DockerSandbox, chain: Chain, base: str, pins: list[str]) -> str:
@@ -152,8 +156,28 @@ def ensure_images(sandbox: DockerSandbox, chain: Chain) -> ChainImages:
     return ChainImages(deps, versions, environments)
 
 
-def ensure_agent_image(sandbox: DockerSandbox, chain: Chain, images: ChainImages) -> str:
-    """The start version's code on the start version's environment, without tests."""
+def ensure_agent_image(sandbox: DockerSandbox, chain: Chain, images: ChainImages, manifest: AgentManifest) -> str:
+    """The start version's code on the start version's environment, without tests, plus
+    what the agent's manifest installs."""
     start = chain.versions[0]
     code = sources.materialize(chain, start).code
-    return build_cached(sandbox, chain, "agent", {"code": code}, {"DEPS": images.deps[start]})
+    image = build_cached(sandbox, chain, "agent", {"code": code}, {"DEPS": images.deps[start]})
+    if manifest.install.pip:
+        pins = environments_of.resolve(manifest.install.pip, chain.config.python)
+        with tempfile.TemporaryDirectory(prefix="swechain-tools-") as tmp:
+            req_file = Path(tmp) / "requirements.txt"
+            req_file.write_text("\n".join(pins) + "\n")
+            image = build_cached(
+                sandbox, chain, "agent-tools",
+                {"requirements.txt": req_file, "wheels": wheelhouse(pins, chain.config.python)}, {"AGENT_IMAGE": image},
+            )
+    if manifest.install.dockerfile:
+        own = agents_dir() / manifest.install.dockerfile
+        if not own.is_file():
+            raise SwechainError(f"agent {manifest.name}: install.dockerfile {own} does not exist")
+        # Agent recipes fetch their CLIs; where a registry is reachable, SWECHAIN_BUILD_NETWORK=default.
+        image = build_cached(
+            sandbox, chain, f"agent-{manifest.name}", {}, {"AGENT_IMAGE": image}, recipe_path=own,
+            network=os.environ.get("SWECHAIN_BUILD_NETWORK", "none"),
+        )
+    return image

@@ -134,12 +134,17 @@ class AgentOutcome(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     status: Literal["ok", "crashed", "timed_out"] = "ok"
+    ended_by: str | None = Field(None, description="e.g. end_turn, exit, turn_limit, cost_limit, wall_clock, repetition")
     detail: str = ""
     wall_s: float = 0.0
+    exit_code: int | None = None
     turns: int | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
     cost_usd: float | None = None
+    output_truncated: bool = False
 
 
 class DiffStats(BaseModel):

@@ -10,6 +10,7 @@ first unfinished step.
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import tarfile
 import tempfile
@@ -21,7 +22,8 @@ from swechain_ci import images as image_builds
 from swechain_ci import oracle as oracles
 from swechain_ci import progress, sources, trees
 from swechain_ci.agents import resolve_agent
-from swechain_ci.agents.base import Agent, PhaseContext, Workspace
+from swechain_ci.agents.base import FIX_REPORT_FILE, PROMPT_FILE, SPEC_FILE, Agent, PhaseContext, Workspace
+from swechain_ci.agents.manifest import AgentManifest
 from swechain_ci.chain import Chain, load_chain
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluate import evaluate
@@ -30,12 +32,12 @@ from swechain_ci.models import AgentOutcome, ChainOracle, PhaseRecord, RunRecord
 from swechain_ci.outcomes import has_execution_error, resolve
 from swechain_ci.records import read_model, write_bytes, write_model, write_text
 from swechain_ci.report import write_scorecard
-from swechain_ci.sandbox import DockerSandbox
+from swechain_ci.sandbox import DockerSandbox, single_file_tar
 from swechain_ci.score import categorize, count, scorecard, scored_universe
 from swechain_ci.specs import load_specs
 
-SPEC_FILE = "/app/SPEC.md"
-FIX_REPORT_FILE = "/app/FIX_REPORT.md"
+PROMPTS = Path(__file__).resolve().parent / "agents" / "prompts"
+ARCHIVE_DIR = "/archive"
 
 
 def step_dir(output: Path, step: StepOracle) -> Path:
@@ -79,15 +81,40 @@ def restore(archive: Path, dest: Path) -> None:
     trees.unpack_untrusted([archive.read_bytes()], dest, strip="code")
 
 
+def secrets_for(manifest: AgentManifest) -> dict[str, str]:
+    """The values of the variables an agent names, from the runner's environment; never stored."""
+    missing = [name for name in manifest.env if not os.environ.get(name)]
+    if missing:
+        raise SwechainError(
+            f"agent {manifest.name} needs the environment variable(s) {', '.join(missing)}: set them "
+            "(their values are passed to the agent and never stored)"
+        )
+    return {name: os.environ[name] for name in manifest.env}
+
+
+def agent_network(manifest: AgentManifest) -> str:
+    """The agent container's network: none, unless the manifest asks for the runner's egress network."""
+    if manifest.network.mode == "none":
+        return "none"
+    network = os.environ.get("SWECHAIN_EGRESS_NETWORK")
+    if not network:
+        raise SwechainError(
+            f"agent {manifest.name} asks for network egress to {', '.join(manifest.network.allow) or 'its API'}: "
+            "set SWECHAIN_EGRESS_NETWORK to a Docker network whose proxy allows only those hosts (README, Network)"
+        )
+    return network
+
+
 class ChainRun:
     def __init__(
-        self, sandbox: DockerSandbox, chain: Chain, agent: Agent, oracle: ChainOracle,
+        self, sandbox: DockerSandbox, chain: Chain, agent: Agent, manifest: AgentManifest, oracle: ChainOracle,
         chain_images: image_builds.ChainImages, output: Path, record: RunRecord, specs: dict[tuple[str, str], str],
     ) -> None:
-        self.sandbox, self.chain, self.agent, self.oracle = sandbox, chain, agent, oracle
+        self.sandbox, self.chain, self.agent, self.manifest, self.oracle = sandbox, chain, agent, manifest, oracle
         self.images, self.output, self.record, self.specs = chain_images, output, record, specs
         self.labels = {"swechain-ci.run": record.run_id}
         self.evaluations: dict[tuple[str, str], TestRun] = {}
+        self.secrets = secrets_for(manifest)
 
     def evaluate(self, version: str, code: Path) -> TestRun:
         """Evaluate once per (target version, code content) within this run."""
@@ -106,13 +133,18 @@ class ChainRun:
 
     def phase(
         self, name: str, step: StepOracle, workspace: Workspace, before: Path, after: Path,
-        prev_outcomes: dict[str, Status], fix_report: str | None,
+        prev_outcomes: dict[str, Status], fix_report: str | None, session_id: str,
     ) -> PhaseRecord:
         folder = step_dir(self.output, step)
+        prompt = (PROMPTS / f"{name}.md").read_text().format(
+            prev_version=step.prev_version, next_version=step.next_version
+        )
+        workspace.put_text(PROMPT_FILE, prompt)
         ctx = PhaseContext(
             phase=name, step_index=step.index, prev_version=step.prev_version, next_version=step.next_version,
-            spec=self.specs[(step.prev_version, step.next_version)], fix_report=fix_report,
+            spec=self.specs[(step.prev_version, step.next_version)], fix_report=fix_report, prompt=prompt,
             workspace=workspace, chain=self.chain, log=folder / "logs" / f"agent-{name}.log",
+            session_id=session_id, limits=self.manifest.limits, secrets=self.secrets,
         )
         ctx.log.parent.mkdir(parents=True, exist_ok=True)
         progress.say(f"step {step.index}/{len(self.oracle.steps)} {name}: agent {self.agent.name} at work")
@@ -146,31 +178,44 @@ class ChainRun:
             progress.say(f"step {step.index}/{len(self.oracle.steps)}: hidden tests of {step.next_version} on prev")
             prev_outcomes = resolve(self.evaluate(step.next_version, current), step.new_gold)
         build_code = work / f"step{step.index}-build"
-        build = self.phase("build", step, workspace, current, build_code, prev_outcomes, None)
+        # A new session each step; Fix resumes the Build session where the agent supports it.
+        session = str(uuid.uuid4())
+        build = self.phase("build", step, workspace, current, build_code, prev_outcomes, None, session)
         fix, report, final_code = None, None, build_code
         if build.agent.status == "ok" and build.execution_error:
             report = build_report(build.run)
             write_text(folder / "fix_report.md", report)
             workspace.put_text(FIX_REPORT_FILE, report)
             final_code = work / f"step{step.index}-fix"
-            fix = self.phase("fix", step, workspace, build_code, final_code, prev_outcomes, report)
+            fix_session = session if self.manifest.session == "resume" else str(uuid.uuid4())
+            fix = self.phase("fix", step, workspace, build_code, final_code, prev_outcomes, report, fix_session)
         record = StepRecord(
             index=step.index, prev_version=step.prev_version, next_version=step.next_version,
             spec_level=self.record.spec_level, upgrade_related=step.upgrade_related, new_gold=step.new_gold,
             flaky=step.flaky, needs_network=step.needs_network, prev_outcomes=prev_outcomes, build=build, fix=fix, fix_report=report,
         )
-        write_bytes(folder / "code.tar.gz", snapshot(final_code))
+        archive = snapshot(final_code)
+        write_bytes(folder / "code.tar.gz", archive)
+        # Also inside the container, where the agent user cannot read it.
+        workspace.container.put_tree(single_file_tar(f"step-{step.index:02d}.tar.gz", archive, 0, 0o600), ARCHIVE_DIR)
         write_model(folder / "step.json", record)  # written last: its presence marks the step finished
         return record, final_code
 
     def execute(self) -> None:
         done = finished_steps(self.output)
+        if done and done[-1].agent_failed:
+            # A stopped chain resumes at the step whose agent failed: it was not finished.
+            progress.say(f"step {done[-1].index} ended with a failed agent; running it again")
+            shutil.rmtree(step_dir(self.output, self.oracle.steps[len(done) - 1]))
+            done = done[:-1]
         remaining = self.oracle.steps[len(done):]
         removed = self.sandbox.remove_labelled(self.labels)
         if removed:
             progress.say(f"removed {removed} container(s) left by an interrupted run")
-        agent_image = image_builds.ensure_agent_image(self.sandbox, self.chain, self.images)
-        container = self.sandbox.start_agent_container(agent_image, self.chain.config.limits, self.labels)
+        agent_image = image_builds.ensure_agent_image(self.sandbox, self.chain, self.images, self.manifest)
+        container = self.sandbox.start_agent_container(
+            agent_image, self.chain.config.limits, self.labels, network=agent_network(self.manifest)
+        )
         try:
             workspace = Workspace(container)
             with tempfile.TemporaryDirectory(prefix="swechain-run-") as tmp:
@@ -182,6 +227,7 @@ class ChainRun:
                     workspace.push_code(current)
                 else:
                     trees.copy_tree(sources.materialize(self.chain, self.chain.versions[0]).code, current)
+                container.exec(["mkdir", "-m", "700", "-p", ARCHIVE_DIR], user=0)
                 for step in remaining:
                     record, current = self.step(step, workspace, current, work)
                     if record.agent_failed:
@@ -202,13 +248,14 @@ def run_chain(
     chain_name: str, agent_spec: str, output: Path, spec_level: str | None = None, steps: str | None = None
 ) -> Scorecard:
     chain = load_chain(chain_name).select_steps(steps)
-    agent = resolve_agent(agent_spec)
+    agent, manifest = resolve_agent(agent_spec)
     level = spec_level or chain.config.default_spec_level
     specs = load_specs(chain, level)
+    secrets_for(manifest)  # fail before any work when a variable is missing
     output = output.resolve()
     record = open_run(output, chain, agent, level)
-    if record is not None and record.status != "running":
-        progress.say(f"{output} holds a {record.status} run; re-scoring it")
+    if record is not None and record.status == "finished":
+        progress.say(f"{output} holds a finished run; re-scoring it")
         return rescore(output)
     sandbox = DockerSandbox()
     chain_images = image_builds.ensure_images(sandbox, chain)
@@ -220,12 +267,15 @@ def run_chain(
         )
         output.mkdir(parents=True, exist_ok=True)
         write_model(output / "run.json", record)
+        write_model(output / "agent.json", manifest)
     elif record.oracle_hash != oracle.inputs_hash:
         raise SwechainError(
             f"{output}: the chain's oracle changed since this run started (images or chain.yaml differ); "
             "start a new run in another --output folder"
         )
-    ChainRun(sandbox, chain, agent, oracle, chain_images, output, record, specs).execute()
+    else:
+        record = record.model_copy(update={"status": "running", "stop_reason": None})
+    ChainRun(sandbox, chain, agent, manifest, oracle, chain_images, output, record, specs).execute()
     return rescore(output)
 
 

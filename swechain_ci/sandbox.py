@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import tarfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,6 +41,17 @@ class ExecResult:
     output: bytes
 
 
+@dataclass
+class CommandOutcome:
+    """A command an agent ran: its exit status (None if killed), output kept up to a limit."""
+
+    exit_code: int | None
+    output: str
+    timed_out: bool
+    truncated: bool
+    output_bytes: int
+
+
 def hardening(limits: Limits) -> dict:
     return {
         "network_mode": "none",
@@ -64,11 +76,11 @@ def read_tar_files(chunks: Iterator[bytes]) -> dict[str, bytes]:
     return files
 
 
-def single_file_tar(name: str, content: bytes, uid: int) -> bytes:
+def single_file_tar(name: str, content: bytes, uid: int, mode: int = 0o644) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         info = tarfile.TarInfo(name)
-        info.size, info.mode, info.uid, info.gid, info.mtime = len(content), 0o644, uid, uid, int(time.time())
+        info.size, info.mode, info.uid, info.gid, info.mtime = len(content), mode, uid, uid, int(time.time())
         tar.addfile(info, io.BytesIO(content))
     return buffer.getvalue()
 
@@ -107,14 +119,16 @@ class DockerSandbox:
             raise SwechainError(f"docker import did not produce {ref}")
         return image
 
-    def build(self, context: Path, dockerfile: str, tag: str, buildargs: dict[str, str], log: Path) -> str:
-        """Build with no network, streaming the builder's output to ``log``."""
+    def build(
+        self, context: Path, dockerfile: str, tag: str, buildargs: dict[str, str], log: Path, network: str = "none"
+    ) -> str:
+        """Build (with no network unless told otherwise), streaming the builder's output to ``log``."""
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "w") as out:
             try:
                 for chunk in self.client.api.build(
                     path=str(context), dockerfile=dockerfile, tag=tag, buildargs=buildargs,
-                    network_mode="none", rm=True, forcerm=True, decode=True, labels={LABEL: "image"},
+                    network_mode=network, rm=True, forcerm=True, decode=True, labels={LABEL: "image"},
                 ):
                     if "stream" in chunk:
                         out.write(chunk["stream"])
@@ -169,10 +183,16 @@ class DockerSandbox:
 
     # persistent agent containers -------------------------------------------
 
-    def start_agent_container(self, image: str, limits: Limits, labels: dict[str, str]) -> AgentContainer:
+    def start_agent_container(
+        self, image: str, limits: Limits, labels: dict[str, str], network: str = "none"
+    ) -> AgentContainer:
+        """The persistent agent container. Its init runs as root (without capabilities) so
+        that ending every process of the agent user never ends the container itself."""
+        options = hardening(limits)
+        options["network_mode"] = network
         container = self.client.containers.run(
-            image, ["sleep", "infinity"], detach=True, user=str(AGENT_UID), working_dir="/app",
-            labels={LABEL: "agent", **labels}, init=True, **hardening(limits),
+            image, ["sleep", "infinity"], detach=True, user="0", working_dir="/app",
+            labels={LABEL: "agent", **labels}, init=True, **options,
         )
         return AgentContainer(container)
 
@@ -190,6 +210,57 @@ class AgentContainer:
 
     def __init__(self, container) -> None:
         self.container = container
+
+    def run_command(
+        self, command: list[str], timeout_s: float, output_limit: int, log: Path | None = None,
+        env: dict[str, str] | None = None, workdir: str = "/app",
+    ) -> CommandOutcome:
+        """Run as the agent user with a wall-clock limit that ends the whole process tree.
+
+        Output streams to ``log``; the returned (and recorded) output keeps at most
+        ``output_limit`` bytes, so a flood costs neither memory nor disk.
+        """
+        api = self.container.client.api
+        exec_id = api.exec_create(
+            self.container.id, command, user=str(AGENT_UID), workdir=workdir, environment=env or {},
+        )["Id"]
+        stream = api.exec_start(exec_id, stream=True, demux=False)
+        kept = bytearray()
+        seen = 0
+        done = threading.Event()
+
+        def pump() -> None:
+            nonlocal seen
+            handle = open(log, "ab") if log else None
+            try:
+                for chunk in stream:
+                    seen += len(chunk)
+                    room = output_limit - len(kept)
+                    if room > 0:
+                        kept.extend(chunk[:room])
+                        if handle:
+                            handle.write(chunk[:room])
+            finally:
+                if handle:
+                    handle.close()
+                done.set()
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        timed_out = not done.wait(timeout_s)
+        if timed_out:
+            self.kill_agent_processes()
+            done.wait(30)
+        inspected = api.exec_inspect(exec_id)
+        exit_code = None if timed_out or inspected.get("Running") else inspected.get("ExitCode")
+        return CommandOutcome(
+            exit_code=exit_code, output=bytes(kept).decode(errors="replace"), timed_out=timed_out,
+            truncated=seen > output_limit, output_bytes=seen,
+        )
+
+    def kill_agent_processes(self) -> None:
+        """End every process of the agent user, however it detached itself."""
+        self.container.exec_run(["sh", "-c", "kill -9 -1"], user=str(AGENT_UID))
 
     def exec(self, command: list[str], user: int = AGENT_UID, timeout_s: float | None = None) -> ExecResult:
         if timeout_s is not None:

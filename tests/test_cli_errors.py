@@ -71,7 +71,7 @@ def test_unknown_chain_lists_the_known_ones():
 
 def test_unknown_agent_names_the_builtin_agents(tmp_path):
     line = error_line(run_cli("run", "--chain", "toy", "--agent", "gpt", "--output", str(tmp_path / "o"), env=NO_DOCKER))
-    assert "unknown agent 'gpt'" in line and "oracle, noop and replay:<patch folder>" in line
+    assert "unknown agent 'gpt'" in line and "known agents are oracle, noop, replay:<patch folder>" in line
 
 
 def test_missing_spec_level_is_reported_with_the_levels_present(tmp_path):

@@ -124,6 +124,13 @@ def test_an_agent_crash_stops_the_chain_after_scoring_that_step(toy_oracle, runs
     assert card["steps"][0]["agent_status"] == "crashed"
     assert counts(card["steps"][0]["build"]) == (0, 9, 0), "the unchanged code is scored as it stands"
     assert load_json(output / "run.json")["status"] == "stopped"
-    again = run_cli("run", "--chain", "toy", "--agent", f"replay:{patches}", "--output", str(output))
-    assert again.returncode == 0 and "holds a stopped run; re-scoring it" in again.stderr
     assert not (output / "steps" / "02-0.2.0-0.3.0").exists()
+    # A resumed run starts again at the step whose agent failed; with the bad patch gone it runs on.
+    (patches / "step-1.build.patch").unlink()
+    again = run_cli("run", "--chain", "toy", "--agent", f"replay:{patches}", "--output", str(output))
+    assert again.returncode == 0, again.stderr
+    assert "step 1 ended with a failed agent; running it again" in again.stderr
+    card = load_json(output / "scorecard.json")
+    assert card["steps_scored"] == 3 and card["stop_reason"] is None
+    assert card["steps"][0]["agent_status"] == "ok"
+    assert load_json(output / "run.json")["status"] == "finished"

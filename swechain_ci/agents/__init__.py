@@ -1,21 +1,55 @@
-"""Agents, resolved from the name given on the command line."""
+"""Agents, resolved from a name: a built-in, a manifest in agents/, or a manifest path."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 from swechain_ci.agents.base import Agent
 from swechain_ci.agents.builtin import NoopAgent, OracleAgent, ReplayAgent
+from swechain_ci.agents.cli import CliAgent
+from swechain_ci.agents.manifest import AgentManifest, agents_dir, available_manifests, parse_manifest
 from swechain_ci.errors import SwechainError
 
+BUILTIN_NAMES = ("oracle", "noop")
 
-def resolve_agent(spec: str) -> Agent:
-    """``oracle``, ``noop`` or ``replay:<patch folder>``."""
+
+def manifest_for(spec: str) -> AgentManifest:
+    """The manifest an agent name stands for."""
     kind, _, argument = spec.partition(":")
-    if kind == "oracle" and not argument:
-        return OracleAgent()
-    if kind == "noop" and not argument:
-        return NoopAgent()
+    if spec in BUILTIN_NAMES:
+        return AgentManifest(name=spec, kind="builtin", builtin=spec)
     if kind == "replay" and argument:
-        return ReplayAgent(Path(argument))
-    raise SwechainError(f"unknown agent '{spec}': built-in agents are oracle, noop and replay:<patch folder>")
+        return AgentManifest(name="replay", kind="builtin", builtin="replay", patches=argument)
+    path = Path(spec)
+    if path.suffix in (".yaml", ".yml"):
+        if not path.is_file():
+            raise SwechainError(f"agent manifest {path} does not exist")
+        return parse_manifest(path)
+    registered = agents_dir() / f"{spec}.yaml"
+    if registered.is_file():
+        return parse_manifest(registered)
+    known = ", ".join([*BUILTIN_NAMES, "replay:<patch folder>", *(p.stem for p in available_manifests())])
+    raise SwechainError(f"unknown agent '{spec}': known agents are {known} (or give a manifest path)")
+
+
+def build_agent(manifest: AgentManifest) -> Agent:
+    if manifest.kind == "builtin":
+        if manifest.builtin == "oracle":
+            return OracleAgent()
+        if manifest.builtin == "noop":
+            return NoopAgent()
+        return ReplayAgent(Path(manifest.patches))
+    if manifest.kind == "cli":
+        return CliAgent(manifest)
+    module_name, _, class_name = manifest.entrypoint.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError) as exc:
+        raise SwechainError(f"agent {manifest.name}: entrypoint {manifest.entrypoint} cannot be loaded ({exc})") from None
+    return factory(manifest)
+
+
+def resolve_agent(spec: str) -> tuple[Agent, AgentManifest]:
+    manifest = manifest_for(spec)
+    return build_agent(manifest), manifest

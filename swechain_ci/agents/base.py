@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
 from swechain_ci import trees
 from swechain_ci.chain import Chain
 from swechain_ci.models import AgentOutcome
-from swechain_ci.sandbox import AGENT_UID, AgentContainer
+from swechain_ci.agents.manifest import AgentLimits
+from swechain_ci.sandbox import AGENT_UID, AgentContainer, CommandOutcome
 
 CODE_DIR = "/app/code"
+SPEC_FILE = "/app/SPEC.md"
+FIX_REPORT_FILE = "/app/FIX_REPORT.md"
+PROMPT_FILE = "/app/PROMPT.md"
 
 
 class Workspace:
@@ -30,8 +34,23 @@ class Workspace:
         self.container.remove_path(CODE_DIR)
         self.container.put_tree(trees.pack(source, "code", uid=AGENT_UID, gid=AGENT_UID), "/app")
 
-    def put_text(self, path: str, text: str) -> None:
-        self.container.put_file(path, text.encode(), uid=0)
+    def put_text(self, path: str, text: str, uid: int = 0) -> None:
+        self.container.put_file(path, text.encode(), uid=uid)
+
+    def shell(
+        self, command: str, timeout_s: float, output_limit: int, log: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> CommandOutcome:
+        """``bash -c command`` as the agent user in /app/code, ended (tree and all) at ``timeout_s``."""
+        return self.container.run_command(
+            ["bash", "-c", command], timeout_s, output_limit, log=log, env=env, workdir=CODE_DIR
+        )
+
+    def run(
+        self, argv: list[str], timeout_s: float, output_limit: int, log: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> CommandOutcome:
+        return self.container.run_command(argv, timeout_s, output_limit, log=log, env=env, workdir=CODE_DIR)
 
     def remove(self, path: str) -> None:
         self.container.remove_path(path)
@@ -39,15 +58,23 @@ class Workspace:
 
 @dataclass
 class PhaseContext:
+    """Everything an agent gets for one phase. Files in the container: the spec at
+    SPEC_FILE, the Fix report at FIX_REPORT_FILE (fix only), the task prompt at
+    PROMPT_FILE; the code at /app/code."""
+
     phase: Literal["build", "fix"]
     step_index: int
     prev_version: str
     next_version: str
     spec: str
     fix_report: str | None
+    prompt: str
     workspace: Workspace
     chain: Chain
     log: Path
+    session_id: str
+    limits: AgentLimits = field(default_factory=AgentLimits)
+    secrets: dict[str, str] = field(default_factory=dict)
 
 
 class Agent(Protocol):
