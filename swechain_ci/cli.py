@@ -16,6 +16,46 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__, pret
 chain_app = typer.Typer(no_args_is_help=True, help="Chain definitions and their oracles.")
 app.add_typer(chain_app, name="chain")
 app.add_typer(specs_app, name="specs")
+agents_app = typer.Typer(no_args_is_help=True, help="Agent manifests (agents/<name>.yaml).")
+app.add_typer(agents_app, name="agents")
+
+
+@agents_app.command("validate")
+def agents_validate(
+    paths: Annotated[list[Path] | None, typer.Argument(help="manifests or folders; default agents/")] = None,
+) -> None:
+    """Check manifests; every problem is reported with its file and field."""
+    from swechain_ci.agents.manifest import agents_dir, parse_manifest
+
+    files: list[Path] = []
+    for path in paths or [agents_dir()]:
+        files += sorted(path.glob("*.yaml")) if path.is_dir() else [path]
+    if not files:
+        raise SwechainError(f"no agent manifests found in {', '.join(str(p) for p in paths or [agents_dir()])}")
+    problems = []
+    for file in files:
+        try:
+            manifest = parse_manifest(file)
+            typer.echo(f"ok: {file} ({manifest.kind} agent {manifest.name})")
+        except SwechainError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise SwechainError(f"{len(problems)} of {len(files)} manifests are invalid: " + " | ".join(problems))
+
+
+@agents_app.command("list")
+def agents_list() -> None:
+    """The registered agents and the built-in ones."""
+    from swechain_ci.agents import BUILTIN_NAMES
+    from swechain_ci.agents.manifest import available_manifests, parse_manifest
+
+    rows = [[name, "builtin", "-", "-", "none"] for name in BUILTIN_NAMES]
+    rows.append(["replay:<folder>", "builtin", "-", "-", "none"])
+    for path in available_manifests():
+        m = parse_manifest(path)
+        rows.append([m.name, m.kind, m.model or "-", ", ".join(m.env) or "-",
+                     m.network.mode + (f" ({', '.join(m.network.allow)})" if m.network.allow else "")])
+    typer.echo(tabulate(rows, headers=["agent", "kind", "model", "needs", "network"], tablefmt="github"))
 
 
 @chain_app.command("list")

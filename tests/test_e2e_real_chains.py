@@ -12,7 +12,7 @@ from conftest import load_json, run_cli
 from swechain_ci.chain import load_chain
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-REAL_CHAINS = ["pyjwt"]
+REAL_CHAINS = ["pyjwt", "jinja2"]
 
 
 @pytest.fixture(scope="module", params=REAL_CHAINS)

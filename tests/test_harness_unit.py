@@ -156,3 +156,17 @@ def test_report_consistency_with_exit_codes():
     assert not harness.report_is_consistent(0, failing)
     assert not harness.report_is_consistent(1, passing)
     assert harness.report_is_consistent(5, {"tests": []}) and not harness.report_is_consistent(5, passing)
+
+
+def test_imports_at_test_run_time_are_untouched(tmp_path):
+    """Code that inspects import tracebacks (Flask's locate_app does) sees no harness frame."""
+    write(tmp_path, {
+        "src/pkg/__init__.py": "",
+        "tests/test_mod.py": (
+            "import builtins\n\n"
+            "def test_real_import_at_run_time():\n"
+            "    assert builtins.__import__.__module__ == 'builtins'\n"
+        ),
+    })
+    outcomes, _ = run_guarded_pytest(tmp_path)
+    assert outcomes == {"tests/test_mod.py::test_real_import_at_run_time": "passed"}

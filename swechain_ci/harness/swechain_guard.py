@@ -1,9 +1,9 @@
 """pytest plugin loaded in every hidden-test run (``-p swechain_guard``).
 
 1. Import tolerance, as the reference implementation does it: a failed
-   ``from X import Y`` in a test module or conftest binds the missing names to
-   None and records the failure, so only the tests that use Y fail instead of
-   the whole module.
+   ``from X import Y`` in a test module or conftest, while it is collected,
+   binds the missing names to None and records the failure, so only the tests
+   that use Y fail instead of the whole module.
 2. A per-test stream of outcomes written as they happen, so that a run killed
    by its time limit still leaves the results it reached.
 """
@@ -14,6 +14,8 @@ import builtins
 import json
 import os
 import types
+
+import pytest
 
 OUT = os.environ.get("SWECHAIN_OUT", "/out")
 TESTS_ROOT = os.path.realpath(os.environ.get("SWECHAIN_TESTS_ROOT", "/work/run/tests"))
@@ -74,7 +76,24 @@ def _tolerant_import(name, globals=None, locals=None, fromlist=(), level=0):
     return _MissingNames(module, getattr(module, "__name__", shown))
 
 
-builtins.__import__ = _tolerant_import
+@pytest.hookimpl(hookwrapper=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    """Tolerance only while test code is imported: at run time imports are untouched, so
+    code that inspects import tracebacks sees them as they are."""
+    builtins.__import__ = _tolerant_import
+    try:
+        yield
+    finally:
+        builtins.__import__ = _real_import
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    builtins.__import__ = _tolerant_import
+    try:
+        yield
+    finally:
+        builtins.__import__ = _real_import
 
 
 def pytest_runtest_logreport(report) -> None:

@@ -1,0 +1,760 @@
+"""The reference agent: Claude through the Anthropic Messages API, with four tools.
+
+The model runs on the host; every tool it calls runs INSIDE the persistent agent
+container, as the non-root agent user, in /app/code (``Workspace.shell``). The host
+file system is never touched on the model's behalf, and the API key never enters the
+container. Tools:
+
+- ``bash`` {command}: one fresh ``bash -c`` per call, ended (process tree and all) at
+  ``limits.command_s`` or at the phase's wall clock, whichever comes first;
+- ``view`` {path, view_range?}: a file with line numbers, or a directory listing;
+- ``str_replace`` {path, old_str, new_str}: replace a string that occurs exactly once;
+- ``create`` {path, file_text}: create or overwrite a file.
+
+File contents cross the shell as base64 (``printf %s <b64> | base64 -d``), in chunks
+below the kernel's limit on one argument, so no content is ever parsed by a shell.
+
+Each phase is a new session (a fresh message list). It ends, with ``ended_by`` set, at:
+
+======================  ===============  =========================================
+ended_by                status           when
+======================  ===============  =========================================
+``end_turn``            ok               the model stops of its own accord
+``turn_limit``          ok               ``limits.turns`` model turns were taken
+``cost_limit``          ok               ``limits.cost_usd`` dollars were spent
+``repetition``          ok               the identical tool call ``limits.repeats``
+                                         times in a row (the last is not run)
+``refusal``             ok               the model refused (stop_reason refusal)
+``context_window``      ok               the model's context window was full
+``wall_clock``          timed_out        ``limits.wall_s`` passed
+``api_error``           crashed          an API error the SDK's retries did not cure
+``error``               crashed          anything else (e.g. the container died)
+======================  ===============  =========================================
+
+A turn, cost or repetition limit ends a session that leaves its code in place, so it
+is "ok": the code is scored as it stands and the chain goes on. Only the wall clock
+(like a cli agent's) and failures are not ok, and a not-ok agent stops the chain.
+Turn and cost limits are checked before each model call, so the last call may
+overshoot the cost limit by its own cost; the tool calls of the last turn are run.
+
+The wall clock is checked before each model call and each tool, bounds each tool's
+time-out, and bounds every HTTP attempt (an SDK middleware gives each attempt at most
+the time that is left, and refuses to start one when none is left).
+
+Cost is computed from every response's usage (input, output, cache writes, cache
+reads) with ``prices.yaml`` (dollars per million tokens), which ``options.prices``
+may extend or override with entries of the same shape. A model without a price is
+an error before any call.
+
+Every event (session start, the messages each request adds, each response's content
+blocks with usage and cost so far, tool results, the end) is appended to
+``trajectory-<phase>.jsonl`` beside the phase log and flushed at once, so a crash
+loses nothing already done. The phase log gets a readable transcript, bounded by
+``limits.output_bytes``.
+
+Manifest ``options`` (all optional): ``max_tokens`` (16000), ``temperature``,
+``max_retries`` (SDK retries per call, 3), ``request_timeout_s`` (600, per HTTP
+attempt), ``tool_output_chars`` (30000, tool output shown to the model),
+``prompt_caching`` (true: cache breakpoints on the system prompt and the last two
+user messages), ``prices`` ({model: {input, output, cache_write, cache_read}}).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shlex
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from swechain_ci.agents.base import CODE_DIR, FIX_REPORT_FILE, SPEC_FILE, PhaseContext
+from swechain_ci.agents.manifest import AgentManifest
+from swechain_ci.errors import SwechainError, describe_validation
+from swechain_ci.models import AgentOutcome
+
+PRICES_FILE = Path(__file__).resolve().with_name("prices.yaml")
+# Linux limits one argument (the bash -c script) to 128 KiB; stay well below it.
+WRITE_CHUNK = 64 * 1024
+# Files larger than this are not read whole for str_replace (bash can still edit them).
+MAX_EDIT_BYTES = 8 * 1024 * 1024
+FILE_OP_TIMEOUT_S = 60
+MAX_LISTING_LINES = 400
+
+SYSTEM_PROMPT = """\
+You are a careful software engineer maintaining the Python package {package} \
+(import name `{import_name}`), whose code is in {code_dir} (the package itself under \
+`{source_root}`).
+
+You work through tools that run inside a sandbox as an unprivileged user:
+- `bash` runs one command with `bash -c` in {code_dir}; every call is a fresh shell \
+(no state such as `cd` or variables carries over) and is ended after {command_s} seconds. \
+There is no network.
+- `view` shows a file with line numbers, or lists a directory.
+- `str_replace` replaces a string that occurs exactly once in a file.
+- `create` creates or overwrites a file with the given text.
+Relative paths are relative to {code_dir}.
+
+The specification of the upgrade is in {spec_file} and in the first message. Read the \
+code before you change it, make the changes the specification asks for, keep what it \
+does not change working, and check your work (for example by importing the package and \
+running small examples or tests of your own). When the work is done, reply with a short \
+summary and no tool call."""
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "bash",
+        "description": (
+            "Run a shell command with `bash -c` in the code folder, as an unprivileged user without network. "
+            "Each call is a new shell: working directory and variables do not persist. Output (stdout and "
+            "stderr together) is cut after a limit; use head, tail or grep on long output. Long-running or "
+            "interactive commands are ended at the command time limit."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {"command": {"type": "string", "description": "the command to run"}},
+            "required": ["command"],
+        },
+    },
+    {
+        "name": "view",
+        "description": (
+            "Show a text file with line numbers (optionally only lines view_range [start, end], 1-based, "
+            "end -1 meaning the last line), or list a directory two levels deep (hidden entries left out)."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "file or directory, absolute or relative to the code folder"},
+                "view_range": {
+                    "type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
+                    "description": "[start, end] line numbers, 1-based and inclusive; end -1 = to the end",
+                },
+            },
+            "required": ["path"],
+        },
+    },
+    {
+        "name": "str_replace",
+        "description": (
+            "Replace old_str with new_str in a file. old_str must match the file's text exactly, whitespace "
+            "included, and occur exactly once; include enough context to make it unique."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "old_str": {"type": "string", "description": "the exact text to replace; occurs exactly once"},
+                "new_str": {"type": "string", "description": "the replacement (may be empty)"},
+            },
+            "required": ["path", "old_str", "new_str"],
+        },
+    },
+    {
+        "name": "create",
+        "description": "Create a file with the given text, or overwrite it; missing parent folders are made.",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "file_text": {"type": "string", "description": "the complete content of the file"},
+            },
+            "required": ["path", "file_text"],
+        },
+    },
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# prices and cost
+
+
+class Price(BaseModel):
+    """Dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_write: float = Field(ge=0)
+    cache_read: float = Field(ge=0)
+
+    def cost(self, usage: TokenUsage) -> float:
+        return (
+            usage.input_tokens * self.input
+            + usage.output_tokens * self.output
+            + usage.cache_write_tokens * self.cache_write
+            + usage.cache_read_tokens * self.cache_read
+        ) / 1_000_000
+
+
+@dataclass
+class TokenUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+
+    @classmethod
+    def of(cls, usage: Any) -> TokenUsage:
+        """From an SDK ``Usage`` (missing or null counts are 0)."""
+        return cls(
+            input_tokens=getattr(usage, "input_tokens", None) or 0,
+            output_tokens=getattr(usage, "output_tokens", None) or 0,
+            cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None) or 0,
+            cache_read_tokens=getattr(usage, "cache_read_input_tokens", None) or 0,
+        )
+
+    def add(self, other: TokenUsage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+            "cache_write_tokens": self.cache_write_tokens, "cache_read_tokens": self.cache_read_tokens,
+        }
+
+
+def load_prices(overrides: dict[str, Any] | None = None, source: str = "options.prices") -> dict[str, Price]:
+    """The price table of ``prices.yaml``, extended or overridden by ``overrides``."""
+    table: dict[str, Price] = {}
+    for origin, entries in ((str(PRICES_FILE), yaml.safe_load(PRICES_FILE.read_text()) or {}), (source, overrides or {})):
+        if not isinstance(entries, dict):
+            raise SwechainError(f"{origin}: expected a mapping of model -> {{input, output, cache_write, cache_read}}")
+        for model, entry in entries.items():
+            try:
+                table[str(model)] = Price.model_validate(entry)
+            except ValidationError as exc:
+                raise SwechainError(describe_validation(f"{origin}: {model}", exc)) from None
+    return table
+
+
+# ---------------------------------------------------------------------------------------------
+# options
+
+
+class AnthropicOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_tokens: int = Field(16000, gt=0)
+    temperature: float | None = Field(None, ge=0, le=1)
+    max_retries: int = Field(3, ge=0)
+    request_timeout_s: float = Field(600, gt=0)
+    tool_output_chars: int = Field(30_000, ge=1000)
+    prompt_caching: bool = True
+    prices: dict[str, Any] = Field(default_factory=dict)
+
+
+class WallClockPassed(Exception):
+    """Raised by the request middleware when the phase has no time left; never retried."""
+
+
+def deadline_middleware(deadline: float):
+    """Per HTTP attempt (inside the SDK's retry loop): refuse to start once the wall clock
+    has passed, and give the attempt no more time than is left."""
+
+    def guard(request, call_next):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise WallClockPassed("no time left for another API attempt")
+        current = request.timeout
+        limit = current if isinstance(current, (int, float)) else None
+        return call_next(request.copy(timeout=min(limit, remaining) if limit else remaining))
+
+    return guard
+
+
+# ---------------------------------------------------------------------------------------------
+# tools, run in the container
+
+
+@dataclass
+class ToolResult:
+    text: str
+    is_error: bool = False
+    timed_out: bool = False
+
+
+class ToolError(Exception):
+    """A tool failure the model gets to see (and can correct)."""
+
+
+class ContainerTools:
+    """The four tools over ``Workspace.shell``: everything runs in the agent container as
+    the agent user, relative paths resolving against /app/code."""
+
+    def __init__(self, ctx: PhaseContext, output_chars: int) -> None:
+        self.ctx = ctx
+        self.output_chars = output_chars
+
+    def execute(self, name: str, tool_input: Any, timeout_s: float) -> ToolResult:
+        handler = {"bash": self.bash, "view": self.view, "str_replace": self.str_replace, "create": self.create}.get(name)
+        if handler is None:
+            return ToolResult(f"error: unknown tool {name!r}; the tools are bash, view, str_replace, create", True)
+        if not isinstance(tool_input, dict):
+            return ToolResult(f"error: the input of {name} must be an object", True)
+        try:
+            return handler(tool_input, timeout_s)
+        except ToolError as exc:
+            return ToolResult(f"error: {exc}", True)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _text(tool_input: dict, key: str, required: bool = True) -> str:
+        value = tool_input.get(key)
+        if value is None and not required:
+            return ""
+        if not isinstance(value, str):
+            raise ToolError(f"parameter {key!r} must be a string" + ("" if key in tool_input else " and is missing"))
+        return value
+
+    def _path(self, tool_input: dict) -> str:
+        path = self._text(tool_input, "path")
+        if not path.strip():
+            raise ToolError("parameter 'path' is empty")
+        if "\x00" in path:
+            raise ToolError("parameter 'path' contains a NUL character")
+        return f"./{path}" if path.startswith("-") else path  # never an option to find, stat or base64
+
+    def _shell(self, command: str, timeout_s: float, output_limit: int):
+        return self.ctx.workspace.shell(command, timeout_s=max(timeout_s, 1), output_limit=output_limit)
+
+    def _read_bytes(self, path: str, timeout_s: float) -> bytes:
+        q = shlex.quote(path)
+        script = (
+            f"if [ -d {q} ]; then echo 'is a directory'; exit 3; fi; "
+            f"if [ ! -e {q} ]; then echo 'does not exist'; exit 3; fi; "
+            f"size=$(stat -c %s -- {q}) || exit 3; "
+            f"if [ \"$size\" -gt {MAX_EDIT_BYTES} ]; then echo \"is $size bytes, too large for this tool; use bash\"; exit 3; fi; "
+            f"base64 -w0 -- {q} 2>&1 || exit 3"
+        )
+        done = self._shell(script, min(FILE_OP_TIMEOUT_S, timeout_s), MAX_EDIT_BYTES * 4 // 3 + 4096)
+        if done.timed_out:
+            raise ToolError(f"reading {path} timed out")
+        if done.exit_code != 0:
+            raise ToolError(f"{path} {done.output.strip()[-500:] or 'cannot be read'}")
+        try:
+            return base64.b64decode(done.output.strip(), validate=True)
+        except ValueError:
+            raise ToolError(f"{path} could not be read back intact") from None
+
+    def _write_bytes(self, path: str, data: bytes, timeout_s: float) -> None:
+        """Write through the shell as base64, in chunks below the argument limit, into a
+        temporary file that then replaces the content (keeping the target's mode)."""
+        q = shlex.quote(path)
+        encoded = base64.b64encode(data).decode()
+        chunks = [encoded[i:i + WRITE_CHUNK] for i in range(0, len(encoded), WRITE_CHUNK)] or [""]
+        deadline = time.monotonic() + min(FILE_OP_TIMEOUT_S, timeout_s)
+        if len(chunks) == 1:
+            script = f"mkdir -p -- \"$(dirname -- {q})\" && printf %s {chunks[0]} | base64 -d > {q}"
+            done = self._shell(script, deadline - time.monotonic(), 8192)
+        else:
+            tmp = f"/tmp/.swechain-write-{uuid.uuid4().hex}"
+            for index, chunk in enumerate(chunks):
+                redirect = ">" if index == 0 else ">>"
+                done = self._shell(f"printf %s {chunk} {redirect} {tmp}", deadline - time.monotonic(), 8192)
+                if done.timed_out or done.exit_code != 0:
+                    self._shell(f"rm -f {tmp}", 10, 1024)
+                    raise ToolError(f"writing {path} failed: {done.output.strip()[-500:]}")
+            script = (
+                f"mkdir -p -- \"$(dirname -- {q})\" && base64 -d {tmp} > {q}; rc=$?; rm -f {tmp}; exit $rc"
+            )
+            done = self._shell(script, max(deadline - time.monotonic(), 5), 8192)
+        if done.timed_out:
+            raise ToolError(f"writing {path} timed out")
+        if done.exit_code != 0:
+            raise ToolError(f"writing {path} failed: {done.output.strip()[-500:]}")
+
+    # -- the tools -----------------------------------------------------------------------------
+
+    def bash(self, tool_input: dict, timeout_s: float) -> ToolResult:
+        command = self._text(tool_input, "command")
+        if not command.strip():
+            raise ToolError("parameter 'command' is empty")
+        if len(command.encode()) > 100_000:
+            raise ToolError("the command is too long (over 100 kB); write a script with `create` and run it")
+        done = self._shell(command, timeout_s, self.output_chars)
+        output = done.output
+        notes = []
+        if done.truncated:
+            notes.append(
+                f"[output cut: showed the first {len(done.output.encode())} of {done.output_bytes} bytes; "
+                "redirect to a file and use head, tail or grep]"
+            )
+        if done.timed_out:
+            notes.append(f"[command ended after {timeout_s:.0f} s without finishing; all its processes were killed]")
+            status = "timed out"
+        else:
+            status = f"exit code {done.exit_code}"
+        text = (output + ("\n" if output and not output.endswith("\n") else "") + "\n".join(notes)).rstrip("\n")
+        # A non-zero exit is information (grep finding nothing), not a tool failure.
+        return ToolResult(f"{text}\n[{status}]" if text else f"[{status}, no output]",
+                          is_error=done.timed_out, timed_out=done.timed_out)
+
+    def view(self, tool_input: dict, timeout_s: float) -> ToolResult:
+        path = self._path(tool_input)
+        view_range = tool_input.get("view_range")
+        start, end = 1, -1
+        if view_range is not None:
+            if (not isinstance(view_range, list) or len(view_range) != 2
+                    or not all(isinstance(n, int) and not isinstance(n, bool) for n in view_range)):
+                raise ToolError("view_range must be two integers [start, end]")
+            start, end = view_range
+            if start < 1 or (end != -1 and end < start):
+                raise ToolError(f"view_range {view_range} is invalid: start >= 1 and end >= start (or -1)")
+        q = shlex.quote(path)
+        script = (
+            f"if [ -d {q} ]; then find {q} -maxdepth 2 -not -path '*/.*' -not -path '*/__pycache__*' "
+            f"| LC_ALL=C sort | head -n {MAX_LISTING_LINES}; exit 0; fi; "
+            f"if [ ! -e {q} ]; then echo 'does not exist'; exit 3; fi; "
+            f"awk -v s={start} -v e={end} 'NR>=s && (e<0 || NR<=e) {{printf \"%6d\\t%s\\n\", NR, $0}}' < {q}"
+        )
+        done = self._shell(script, min(FILE_OP_TIMEOUT_S, timeout_s), self.output_chars)
+        if done.timed_out:
+            raise ToolError(f"viewing {path} timed out")
+        if done.exit_code != 0:
+            raise ToolError(f"{path} {done.output.strip()[-500:] or 'cannot be read'}")
+        text = done.output
+        if done.truncated:
+            text += "\n[cut here: the output limit was reached; view a smaller view_range]"
+        return ToolResult(text or "[empty]")
+
+    def str_replace(self, tool_input: dict, timeout_s: float) -> ToolResult:
+        path = self._path(tool_input)
+        old = self._text(tool_input, "old_str")
+        new = self._text(tool_input, "new_str", required=False)
+        if not old:
+            raise ToolError("old_str is empty; to write a whole file use create")
+        raw = self._read_bytes(path, timeout_s)
+        try:
+            content = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ToolError(f"{path} is not UTF-8 text; edit it with bash") from None
+        occurrences = content.count(old)
+        if occurrences == 0:
+            raise ToolError(f"old_str does not occur in {path}; it must match exactly, whitespace included")
+        if occurrences > 1:
+            lines = [content[:i].count("\n") + 1 for i in _find_all(content, old)][:10]
+            raise ToolError(
+                f"old_str occurs {occurrences} times in {path} (lines {', '.join(map(str, lines))}); "
+                "include more context to make it unique"
+            )
+        at = content.index(old)
+        updated = content[:at] + new + content[at + len(old):]
+        self._write_bytes(path, updated.encode("utf-8"), timeout_s)
+        first = content[:at].count("\n") + 1
+        shown = updated.split("\n")[max(first - 4, 0): first + new.count("\n") + 3]
+        snippet = "\n".join(f"{n:6d}\t{line}" for n, line in enumerate(shown, start=max(first - 3, 1)))
+        return ToolResult(f"replaced 1 occurrence in {path}; the lines around it now:\n{snippet}")
+
+    def create(self, tool_input: dict, timeout_s: float) -> ToolResult:
+        path = self._path(tool_input)
+        text = self._text(tool_input, "file_text")
+        self._write_bytes(path, text.encode("utf-8"), timeout_s)
+        return ToolResult(f"wrote {path} ({len(text.splitlines())} lines, {len(text.encode())} bytes)")
+
+
+def _find_all(text: str, needle: str):
+    at = text.find(needle)
+    while at >= 0:
+        yield at
+        at = text.find(needle, at + 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# records
+
+
+class Trajectory:
+    """JSON lines, each appended and flushed at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def append(self, event: str, **fields: Any) -> None:
+        line = json.dumps({"event": event, "t": round(time.time(), 3), **fields}, default=str, ensure_ascii=False)
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+            handle.flush()
+
+
+class PhaseLog:
+    """A readable transcript in the phase's log, kept to ``limit`` bytes."""
+
+    def __init__(self, path: Path, limit: int) -> None:
+        self.path, self.limit, self.written, self.truncated = path, limit, 0, False
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(self, text: str) -> None:
+        if self.truncated:
+            return
+        data = text.encode("utf-8", errors="replace")
+        room = self.limit - self.written
+        if len(data) > room:
+            data = data[:max(room, 0)] + b"\n[log cut: limits.output_bytes reached]\n"
+            self.truncated = True
+        with open(self.path, "ab") as handle:
+            handle.write(data)
+        self.written += len(data)
+
+
+def block_dict(block: Any) -> dict[str, Any]:
+    """A response content block as request content (only what the API takes back)."""
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return {"type": "text", "text": block.text}
+    if kind == "tool_use":
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if kind == "thinking":
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    if kind == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": block.data}
+    return block.model_dump(mode="json", exclude_none=True)
+
+
+def first_message(ctx: PhaseContext) -> str:
+    parts = [ctx.prompt.strip(), f'<specification file="{SPEC_FILE}">\n{ctx.spec.strip()}\n</specification>']
+    if ctx.phase == "fix" and ctx.fix_report:
+        parts.append(f'<fix_report file="{FIX_REPORT_FILE}">\n{ctx.fix_report.strip()}\n</fix_report>')
+    return "\n\n".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# the agent
+
+
+class AnthropicAgent:
+    """``kind: python`` entry point: ``swechain_ci.agents.anthropic:AnthropicAgent``."""
+
+    def __init__(self, manifest: AgentManifest) -> None:
+        self.manifest = manifest
+        self.name = manifest.name
+        try:
+            self.options = AnthropicOptions.model_validate(manifest.options)
+        except ValidationError as exc:
+            raise SwechainError(describe_validation(f"agent {manifest.name}: options", exc)) from None
+        if not manifest.model:
+            raise SwechainError(f"agent {manifest.name}: the manifest names no model; set model: (e.g. claude-sonnet-4-5)")
+        prices = load_prices(self.options.prices, f"agent {manifest.name}: options.prices")
+        if manifest.model not in prices:
+            raise SwechainError(
+                f"agent {manifest.name}: no price for model {manifest.model} in {PRICES_FILE} (known: "
+                f"{', '.join(sorted(prices))}); add one under options.prices as "
+                "{input, output, cache_write, cache_read} in dollars per million tokens"
+            )
+        self.price = prices[manifest.model]
+
+    def client(self, ctx: PhaseContext, deadline: float) -> anthropic.Anthropic:
+        return anthropic.Anthropic(
+            api_key=ctx.secrets.get("ANTHROPIC_API_KEY"),
+            base_url=self.manifest.base_url or None,  # None: the SDK honours ANTHROPIC_BASE_URL
+            max_retries=self.options.max_retries,
+            timeout=self.options.request_timeout_s,
+            middleware=[deadline_middleware(deadline)],
+        )
+
+    def run(self, ctx: PhaseContext) -> AgentOutcome:
+        return Session(self, ctx).run()
+
+
+@dataclass
+class Session:
+    agent: AnthropicAgent
+    ctx: PhaseContext
+    turns: int = 0
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    cost_usd: float = 0.0
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        ctx = self.ctx
+        self.started = time.monotonic()
+        self.deadline = self.started + ctx.limits.wall_s
+        self.trajectory = Trajectory(ctx.log.with_name(f"trajectory-{ctx.phase}.jsonl"))
+        self.log = PhaseLog(ctx.log, ctx.limits.output_bytes)
+        self.tools = ContainerTools(ctx, self.agent.options.tool_output_chars)
+        config = ctx.chain.config
+        self.system = SYSTEM_PROMPT.format(
+            package=config.package, import_name=config.import_name, code_dir=CODE_DIR,
+            source_root=config.source_root, command_s=ctx.limits.command_s, spec_file=SPEC_FILE,
+        )
+        self.last_call: str | None = None
+        self.repeats = 0
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def end(self, ended_by: str, status: str = "ok", detail: str = "") -> AgentOutcome:
+        outcome = AgentOutcome(
+            status=status, ended_by=ended_by, detail=detail[:2000], turns=self.turns,
+            input_tokens=self.usage.input_tokens, output_tokens=self.usage.output_tokens,
+            cache_read_tokens=self.usage.cache_read_tokens, cache_write_tokens=self.usage.cache_write_tokens,
+            cost_usd=round(self.cost_usd, 6), output_truncated=self.log.truncated,
+        )
+        self.trajectory.append("end", **outcome.model_dump(exclude={"wall_s"}),
+                               elapsed_s=round(time.monotonic() - self.started, 3))
+        self.log.write(f"\n== session ended: {ended_by} ({status}) {detail}\n")
+        return outcome
+
+    def request_messages(self) -> tuple[Any, list[dict[str, Any]]]:
+        """System and messages for the next call; with caching on, breakpoints on the
+        system prompt and on the last block of the last two user messages."""
+        if not self.agent.options.prompt_caching:
+            return self.system, self.messages
+        system = [{"type": "text", "text": self.system, "cache_control": {"type": "ephemeral"}}]
+        messages = list(self.messages)
+        users = [i for i, m in enumerate(messages) if m["role"] == "user"][-2:]
+        for i in users:
+            content = list(messages[i]["content"])
+            content[-1] = {**content[-1], "cache_control": {"type": "ephemeral"}}
+            messages[i] = {**messages[i], "content": content}
+        return system, messages
+
+    def add_user(self, content: list[dict[str, Any]], event: str) -> None:
+        message = {"role": "user", "content": content}
+        self.messages.append(message)
+        self.trajectory.append(event, turn=self.turns + 1, message=message)
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def run(self) -> AgentOutcome:
+        ctx, agent = self.ctx, self.agent
+        self.trajectory.append(
+            "session", phase=ctx.phase, step=ctx.step_index, prev_version=ctx.prev_version,
+            next_version=ctx.next_version, session_id=ctx.session_id, model=agent.manifest.model,
+            base_url=agent.manifest.base_url, limits=ctx.limits.model_dump(), options=agent.options.model_dump(),
+            price=agent.price.model_dump(), system=self.system, tools=[t["name"] for t in TOOLS],
+        )
+        self.log.write(f"== {agent.name} ({agent.manifest.model}) {ctx.phase} {ctx.prev_version} -> {ctx.next_version}\n")
+        try:
+            client = agent.client(ctx, self.deadline)
+            self.add_user([{"type": "text", "text": first_message(ctx)}], "request")
+            with client:
+                return self.loop(client)
+        except Exception as exc:  # the container died, a bug: recorded, and everything so far is kept
+            self.trajectory.append("error", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
+            return self.end("error", "crashed", f"{type(exc).__name__}: {exc}")
+
+    def loop(self, client: anthropic.Anthropic) -> AgentOutcome:
+        limits, options = self.ctx.limits, self.agent.options
+        while True:
+            if self.remaining() <= 0:
+                return self.end("wall_clock", "timed_out", f"the wall clock of {limits.wall_s} s passed")
+            if limits.turns is not None and self.turns >= limits.turns:
+                return self.end("turn_limit", detail=f"{self.turns} turns taken (limit {limits.turns})")
+            if limits.cost_usd is not None and self.cost_usd >= limits.cost_usd:
+                return self.end("cost_limit", detail=f"${self.cost_usd:.4f} spent (limit ${limits.cost_usd})")
+            system, messages = self.request_messages()
+            extra = {"temperature": options.temperature} if options.temperature is not None else {}
+            try:
+                response = client.messages.create(
+                    model=self.agent.manifest.model, max_tokens=options.max_tokens, system=system,
+                    tools=TOOLS, messages=messages, timeout=min(options.request_timeout_s, max(self.remaining(), 0.001)),
+                    **extra,
+                )
+            except (WallClockPassed, anthropic.APITimeoutError) as exc:
+                if self.remaining() <= 0 or isinstance(exc, WallClockPassed):
+                    return self.end("wall_clock", "timed_out",
+                                    f"the wall clock of {limits.wall_s} s passed during a model call")
+                return self.api_error(exc)
+            except anthropic.APIError as exc:
+                if self.remaining() <= 0:
+                    return self.end("wall_clock", "timed_out",
+                                    f"the wall clock of {limits.wall_s} s passed during a model call ({exc})")
+                return self.api_error(exc)
+            self.turns += 1
+            turn_usage = TokenUsage.of(response.usage)
+            self.usage.add(turn_usage)
+            turn_cost = self.agent.price.cost(turn_usage)
+            self.cost_usd += turn_cost
+            content = [block_dict(b) for b in response.content]
+            self.messages.append({"role": "assistant", "content": content})
+            self.trajectory.append(
+                "response", turn=self.turns, id=response.id, model=response.model, stop_reason=response.stop_reason,
+                content=content, usage=turn_usage.as_dict(), cost_usd=round(turn_cost, 8),
+                cost_total_usd=round(self.cost_usd, 8), usage_total=self.usage.as_dict(),
+            )
+            self.log_response(content, response.stop_reason, turn_cost)
+
+            calls = [b for b in content if b["type"] == "tool_use"]
+            if calls:
+                results, stop = self.run_tools(calls)
+                if results:
+                    self.add_user(results, "tool_results")
+                if stop is not None:
+                    return stop
+                continue
+            reason = response.stop_reason
+            if reason == "max_tokens":
+                self.add_user([{"type": "text", "text": "Your reply was cut off at the output limit; continue."}],
+                              "request")
+            elif reason == "pause_turn":
+                continue  # the API asks to send the conversation again as it is
+            elif reason == "refusal":
+                return self.end("refusal", detail="the model refused to continue")
+            elif reason == "model_context_window_exceeded":
+                return self.end("context_window", detail="the model's context window is full")
+            else:
+                return self.end("end_turn", detail=f"the model ended its turn after {self.turns} turns")
+
+    def api_error(self, exc: Exception) -> AgentOutcome:
+        detail = f"{type(exc).__name__}: {exc}"
+        self.trajectory.append("error", turn=self.turns + 1, error=detail)
+        return self.end("api_error", "crashed", f"after the SDK's retries: {detail}")
+
+    def run_tools(self, calls: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], AgentOutcome | None]:
+        """Run one response's tool calls in order; a limit may end the session midway."""
+        limits = self.ctx.limits
+        results: list[dict[str, Any]] = []
+        for call in calls:
+            key = json.dumps([call["name"], call["input"]], sort_keys=True, default=str)
+            self.repeats = self.repeats + 1 if key == self.last_call else 1
+            self.last_call = key
+            if self.repeats >= limits.repeats:
+                self.log.write(f"[repetition] {call['name']} called identically {self.repeats} times in a row\n")
+                return results, self.end(
+                    "repetition", detail=f"the identical {call['name']} call {self.repeats} times in a row (not run)"
+                )
+            if self.remaining() <= 0:
+                return results, self.end("wall_clock", "timed_out", f"the wall clock of {limits.wall_s} s passed")
+            timeout = min(limits.command_s, self.remaining())
+            clock_bound = timeout < limits.command_s
+            started = time.monotonic()
+            result = self.tools.execute(call["name"], call["input"], timeout)
+            elapsed = round(time.monotonic() - started, 3)
+            self.log_tool(call, result, elapsed)
+            results.append({"type": "tool_result", "tool_use_id": call["id"],
+                            "content": [{"type": "text", "text": result.text}], "is_error": result.is_error})
+            if result.timed_out and clock_bound and self.remaining() <= 0:
+                return results, self.end(
+                    "wall_clock", "timed_out", f"the wall clock of {limits.wall_s} s passed during {call['name']}"
+                )
+        return results, None
+
+    # -- the readable log ----------------------------------------------------------------------
+
+    def log_response(self, content: list[dict[str, Any]], stop_reason: str | None, cost: float) -> None:
+        lines = [f"\n-- turn {self.turns} (stop: {stop_reason}, ${cost:.4f}, total ${self.cost_usd:.4f})\n"]
+        for block in content:
+            if block["type"] == "text":
+                lines.append(block["text"].rstrip() + "\n")
+            elif block["type"] == "tool_use":
+                shown = block["input"].get("command") if block["name"] == "bash" and isinstance(block["input"], dict) else None
+                lines.append(f"> {block['name']}: {shown if shown is not None else json.dumps(block['input'])[:500]}\n")
+        self.log.write("".join(lines))
+
+    def log_tool(self, call: dict[str, Any], result: ToolResult, elapsed: float) -> None:
+        flag = " (error)" if result.is_error else ""
+        self.log.write(f"< {call['name']}{flag} in {elapsed:.1f} s\n{result.text.rstrip()}\n")
