@@ -129,12 +129,17 @@ def run(
     output: Annotated[Path, typer.Option(help="results folder; an unfinished run there resumes")],
     spec_level: Annotated[str | None, typer.Option(help="specification level (default: the chain's)")] = None,
     steps: Annotated[str | None, typer.Option(help="only steps A-B (1-based), e.g. 9-13; default all")] = None,
+    git_branch: Annotated[str | None, typer.Option(help="commit each phase to this branch, e.g. runs/<agent>/<chain>/<id>")] = None,
+    git_repo: Annotated[Path, typer.Option(help="repository holding the run branch")] = Path("."),
+    push: Annotated[str | None, typer.Option(help="remote to push the run branch to as commits land")] = None,
 ) -> None:
     """Run a full chain with one agent, building whatever is not built yet, and print the scorecard."""
+    from swechain_ci.branches import RunBranch
     from swechain_ci.report import render
     from swechain_ci.run import run_chain
 
-    typer.echo(render(run_chain(chain, agent, output, spec_level, steps)))
+    branch = RunBranch(git_repo, git_branch, push) if git_branch else None
+    typer.echo(render(run_chain(chain, agent, output, spec_level, steps, branch)))
 
 
 @app.command("score")

@@ -24,6 +24,7 @@ from swechain_ci import progress, sources, trees
 from swechain_ci.agents import resolve_agent
 from swechain_ci.agents.base import FIX_REPORT_FILE, PROMPT_FILE, SPEC_FILE, Agent, PhaseContext, Workspace
 from swechain_ci.agents.manifest import AgentManifest
+from swechain_ci.branches import RunBranch
 from swechain_ci.chain import Chain, load_chain
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluate import evaluate
@@ -109,8 +110,10 @@ class ChainRun:
     def __init__(
         self, sandbox: DockerSandbox, chain: Chain, agent: Agent, manifest: AgentManifest, oracle: ChainOracle,
         chain_images: image_builds.ChainImages, output: Path, record: RunRecord, specs: dict[tuple[str, str], str],
+        branch: RunBranch | None = None,
     ) -> None:
         self.sandbox, self.chain, self.agent, self.manifest, self.oracle = sandbox, chain, agent, manifest, oracle
+        self.branch = branch
         self.images, self.output, self.record, self.specs = chain_images, output, record, specs
         self.labels = {"swechain-ci.run": record.run_id}
         self.evaluations: dict[tuple[str, str], TestRun] = {}
@@ -199,7 +202,16 @@ class ChainRun:
         # Also inside the container, where the agent user cannot read it.
         workspace.container.put_tree(single_file_tar(f"step-{step.index:02d}.tar.gz", archive, 0, 0o600), ARCHIVE_DIR)
         write_model(folder / "step.json", record)  # written last: its presence marks the step finished
+        if self.branch:
+            self.write_scorecard()
+            title = f"step {step.index} {{}}: {self.chain.config.package} {step.prev_version} -> {step.next_version}"
+            self.branch.commit(build_code, self.output, f"{title.format('build')} ({self.agent.name})")
+            if fix:
+                self.branch.commit(final_code, self.output, f"{title.format('fix')} ({self.agent.name})")
         return record, final_code
+
+    def write_scorecard(self) -> None:
+        write_scorecard(self.output, scorecard(self.record, finished_steps(self.output)))
 
     def execute(self) -> None:
         done = finished_steps(self.output)
@@ -227,6 +239,8 @@ class ChainRun:
                     workspace.push_code(current)
                 else:
                     trees.copy_tree(sources.materialize(self.chain, self.chain.versions[0]).code, current)
+                if self.branch and self.branch.head() is None:
+                    self.branch.commit(current, self.output, f"start: {self.chain.config.package} {self.chain.versions[0]}")
                 container.exec(["mkdir", "-m", "700", "-p", ARCHIVE_DIR], user=0)
                 for step in remaining:
                     record, current = self.step(step, workspace, current, work)
@@ -237,15 +251,22 @@ class ChainRun:
                             "stop_reason": f"step {step.index}: agent {last.agent.status}: {last.agent.detail}"[:500],
                         })
                         write_model(self.output / "run.json", self.record)
+                        if self.branch:
+                            self.write_scorecard()
+                            self.branch.commit(current, self.output, f"stopped: {self.record.stop_reason}"[:200])
                         return
             self.record = self.record.model_copy(update={"status": "finished"})
             write_model(self.output / "run.json", self.record)
+            if self.branch:
+                self.write_scorecard()
+                self.branch.commit(current, self.output, f"finished: {self.chain.id} steps {self.chain.step_range}")
         finally:
             container.remove()
 
 
 def run_chain(
-    chain_name: str, agent_spec: str, output: Path, spec_level: str | None = None, steps: str | None = None
+    chain_name: str, agent_spec: str, output: Path, spec_level: str | None = None, steps: str | None = None,
+    branch: RunBranch | None = None,
 ) -> Scorecard:
     chain = load_chain(chain_name).select_steps(steps)
     agent, manifest = resolve_agent(agent_spec)
@@ -253,6 +274,8 @@ def run_chain(
     specs = load_specs(chain, level)
     secrets_for(manifest)  # fail before any work when a variable is missing
     output = output.resolve()
+    if branch and not (output / "run.json").exists():
+        branch.restore_records(output)  # a run that stopped elsewhere resumes from its branch
     record = open_run(output, chain, agent, level)
     if record is not None and record.status == "finished":
         progress.say(f"{output} holds a finished run; re-scoring it")
@@ -275,7 +298,7 @@ def run_chain(
         )
     else:
         record = record.model_copy(update={"status": "running", "stop_reason": None})
-    ChainRun(sandbox, chain, agent, manifest, oracle, chain_images, output, record, specs).execute()
+    ChainRun(sandbox, chain, agent, manifest, oracle, chain_images, output, record, specs, branch).execute()
     return rescore(output)
 
 
