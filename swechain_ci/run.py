@@ -94,8 +94,10 @@ def secrets_for(manifest: AgentManifest) -> dict[str, str]:
 
 
 def agent_network(manifest: AgentManifest) -> str:
-    """The agent container's network: none, unless the manifest asks for the runner's egress network."""
-    if manifest.network.mode == "none":
+    """The agent container's network: none, unless a cli agent's manifest asks for the runner's
+    egress network. A python agent talks to its API from the harness; only its tools run in
+    the container, which therefore never needs a network."""
+    if manifest.network.mode == "none" or manifest.kind != "cli":
         return "none"
     network = os.environ.get("SWECHAIN_EGRESS_NETWORK")
     if not network:
@@ -272,7 +274,8 @@ def run_chain(
     agent, manifest = resolve_agent(agent_spec)
     level = spec_level or chain.config.default_spec_level
     specs = load_specs(chain, level)
-    secrets_for(manifest)  # fail before any work when a variable is missing
+    secrets_for(manifest)  # fail before any work when a variable or network is missing
+    agent_network(manifest)
     output = output.resolve()
     if branch and not (output / "run.json").exists():
         branch.restore_records(output)  # a run that stopped elsewhere resumes from its branch

@@ -243,6 +243,9 @@ class AgentContainer:
             finally:
                 if handle:
                     handle.close()
+                close = getattr(stream, "close", None)
+                if close:
+                    close()
                 done.set()
 
         reader = threading.Thread(target=pump, daemon=True)

@@ -56,7 +56,8 @@ Manifest ``options`` (all optional): ``max_tokens`` (16000), ``temperature``,
 ``max_retries`` (SDK retries per call, 3), ``request_timeout_s`` (600, per HTTP
 attempt), ``tool_output_chars`` (30000, tool output shown to the model),
 ``prompt_caching`` (true: cache breakpoints on the system prompt and the last two
-user messages), ``prices`` ({model: {input, output, cache_write, cache_read}}).
+user messages), ``compact_at_tokens`` (150000: once a prompt is this long, old tool
+outputs are elided; null: never), ``prices`` ({model: {input, output, cache_write, cache_read}}).
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ import shlex
 import time
 import traceback
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,12 +83,16 @@ from swechain_ci.errors import SwechainError, describe_validation
 from swechain_ci.models import AgentOutcome
 
 PRICES_FILE = Path(__file__).resolve().with_name("prices.yaml")
+SDK_DIR = Path(anthropic.__file__).parent
 # Linux limits one argument (the bash -c script) to 128 KiB; stay well below it.
 WRITE_CHUNK = 64 * 1024
 # Files larger than this are not read whole for str_replace (bash can still edit them).
 MAX_EDIT_BYTES = 8 * 1024 * 1024
 FILE_OP_TIMEOUT_S = 60
 MAX_LISTING_LINES = 400
+# Tool outputs of the last user messages that context compaction leaves alone.
+KEEP_RECENT = 3
+ELIDED = "[output elided to save context; run the tool again if you need it]"
 
 SYSTEM_PROMPT = """\
 You are a careful software engineer maintaining the Python package {package} \
@@ -250,6 +256,7 @@ class AnthropicOptions(BaseModel):
     request_timeout_s: float = Field(600, gt=0)
     tool_output_chars: int = Field(30_000, ge=1000)
     prompt_caching: bool = True
+    compact_at_tokens: int | None = Field(150_000, gt=0)
     prices: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -439,20 +446,20 @@ class ContainerTools:
             content = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise ToolError(f"{path} is not UTF-8 text; edit it with bash") from None
-        occurrences = content.count(old)
-        if occurrences == 0:
+        positions = list(_find_all(content, old))  # overlapping ones too: each would be a different edit
+        if not positions:
             raise ToolError(f"old_str does not occur in {path}; it must match exactly, whitespace included")
-        if occurrences > 1:
-            lines = [content[:i].count("\n") + 1 for i in _find_all(content, old)][:10]
+        if len(positions) > 1:
+            lines = sorted({content.count("\n", 0, i) + 1 for i in positions[:200]})[:10]
             raise ToolError(
-                f"old_str occurs {occurrences} times in {path} (lines {', '.join(map(str, lines))}); "
-                "include more context to make it unique"
+                f"old_str occurs {len(positions)} times in {path} (starting on lines {', '.join(map(str, lines))}"
+                f"{', ...' if len(positions) > 10 else ''}); include more context to make it unique"
             )
-        at = content.index(old)
+        at = positions[0]
         updated = content[:at] + new + content[at + len(old):]
         self._write_bytes(path, updated.encode("utf-8"), timeout_s)
-        first = content[:at].count("\n") + 1
-        shown = updated.split("\n")[max(first - 4, 0): first + new.count("\n") + 3]
+        first = content.count("\n", 0, at) + 1
+        shown = updated.split("\n")[max(first - 4, 0): first + min(new.count("\n"), 30) + 3]
         snippet = "\n".join(f"{n:6d}\t{line}" for n, line in enumerate(shown, start=max(first - 3, 1)))
         return ToolResult(f"replaced 1 occurrence in {path}; the lines around it now:\n{snippet}")
 
@@ -589,7 +596,9 @@ class Session:
             source_root=config.source_root, command_s=ctx.limits.command_s, spec_file=SPEC_FILE,
         )
         self.last_call: str | None = None
+        self.warned: set[str] = set()
         self.repeats = 0
+        self.prompt_tokens = 0
 
     # -- bookkeeping ---------------------------------------------------------------------------
 
@@ -621,6 +630,27 @@ class Session:
             content[-1] = {**content[-1], "cache_control": {"type": "ephemeral"}}
             messages[i] = {**messages[i], "content": content}
         return system, messages
+
+    def compact(self) -> None:
+        """Once the last prompt reached ``compact_at_tokens``, the outputs of all but the last
+        KEEP_RECENT tool-result messages are elided, for good (so the prompt cache holds again
+        from there on). The task message is never touched."""
+        limit = self.agent.options.compact_at_tokens
+        if limit is None or self.prompt_tokens < limit:
+            return
+        elided = 0
+        users = [i for i, m in enumerate(self.messages) if m["role"] == "user"]
+        for i in users[1:-KEEP_RECENT]:
+            for block in self.messages[i]["content"]:
+                if block.get("type") != "tool_result":
+                    continue
+                shown = "".join(b.get("text", "") for b in block["content"])
+                if shown != ELIDED and len(shown) > len(ELIDED):
+                    block["content"] = [{"type": "text", "text": ELIDED}]
+                    elided += 1
+        if elided:
+            self.trajectory.append("compact", turn=self.turns + 1, prompt_tokens=self.prompt_tokens, elided=elided)
+            self.log.write(f"[compact] prompt of {self.prompt_tokens} tokens: {elided} old tool outputs elided\n")
 
     def add_user(self, content: list[dict[str, Any]], event: str) -> None:
         message = {"role": "user", "content": content}
@@ -656,14 +686,18 @@ class Session:
                 return self.end("turn_limit", detail=f"{self.turns} turns taken (limit {limits.turns})")
             if limits.cost_usd is not None and self.cost_usd >= limits.cost_usd:
                 return self.end("cost_limit", detail=f"${self.cost_usd:.4f} spent (limit ${limits.cost_usd})")
+            self.compact()
             system, messages = self.request_messages()
             extra = {"temperature": options.temperature} if options.temperature is not None else {}
             try:
-                response = client.messages.create(
-                    model=self.agent.manifest.model, max_tokens=options.max_tokens, system=system,
-                    tools=TOOLS, messages=messages, timeout=min(options.request_timeout_s, max(self.remaining(), 0.001)),
-                    **extra,
-                )
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    response = client.messages.create(
+                        model=self.agent.manifest.model, max_tokens=options.max_tokens, system=system, tools=TOOLS,
+                        messages=messages, timeout=min(options.request_timeout_s, max(self.remaining(), 0.001)),
+                        **extra,
+                    )
+                self.note_warnings(caught)
             except (WallClockPassed, anthropic.APITimeoutError) as exc:
                 if self.remaining() <= 0 or isinstance(exc, WallClockPassed):
                     return self.end("wall_clock", "timed_out",
@@ -676,6 +710,7 @@ class Session:
                 return self.api_error(exc)
             self.turns += 1
             turn_usage = TokenUsage.of(response.usage)
+            self.prompt_tokens = turn_usage.input_tokens + turn_usage.cache_read_tokens + turn_usage.cache_write_tokens
             self.usage.add(turn_usage)
             turn_cost = self.agent.price.cost(turn_usage)
             self.cost_usd += turn_cost
@@ -708,6 +743,21 @@ class Session:
                 return self.end("context_window", detail="the model's context window is full")
             else:
                 return self.end("end_turn", detail=f"the model ended its turn after {self.turns} turns")
+
+    def note_warnings(self, caught: list[warnings.WarningMessage]) -> None:
+        """The SDK's warnings (e.g. a deprecated model) go to the records once, not to stderr each
+        call; any other warning raised meanwhile (say by garbage collection) is passed on."""
+        for item in caught:
+            message = str(item.message)
+            if issubclass(item.category, ResourceWarning) or not (
+                item.filename == __file__ or Path(item.filename).is_relative_to(SDK_DIR)
+            ):
+                warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
+                continue
+            if message not in self.warned:
+                self.warned.add(message)
+                self.trajectory.append("warning", turn=self.turns + 1, category=item.category.__name__, message=message)
+                self.log.write(f"[warning] {message}\n")
 
     def api_error(self, exc: Exception) -> AgentOutcome:
         detail = f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,264 @@
+"""Commands the GitHub workflows call; each also works locally.
+
+    matrix        the agents x chains matrix, as JSON for ``fromJSON``
+    comment       the sticky scorecard comment on a pull request (one per agent)
+    summary       the scorecard in the job summary
+    status        a commit status from a run's outcome
+    leaderboard   leaderboard.json/.md/.png over many runs
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from swechain_ci.errors import SwechainError
+from swechain_ci.models import RunRecord, Scorecard
+
+ci_app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__, pretty_exceptions_enable=False)
+
+
+def _note(message: str) -> None:
+    typer.echo(message, err=True)
+
+
+def _split(values: list[str] | None) -> list[str]:
+    """Repeated options and comma- or space-separated lists alike."""
+    return [item for value in values or [] for item in re.split(r"[\s,]+", value) if item]
+
+
+# -- matrix ---------------------------------------------------------------------------------------
+
+
+def _resolve_changed(path_text: str) -> Path | None:
+    from swechain_ci.settings import project_root
+
+    path = Path(path_text)
+    if path.is_absolute() or path.exists():
+        return path.resolve()
+    candidate = project_root() / path
+    return candidate.resolve() if candidate.exists() else None
+
+
+def _changed_agents(files: list[str], manifests: dict[str, object]) -> list[str]:
+    """The registered agents whose manifest, or a file a manifest uses (its Dockerfile), is among ``files``."""
+    from swechain_ci.agents.manifest import agents_dir, parse_manifest
+
+    folder = agents_dir().resolve()
+    uses: dict[Path, str] = {}
+    for name, manifest in manifests.items():
+        uses[(folder / f"{name}.yaml").resolve()] = name
+        dockerfile = getattr(getattr(manifest, "install", None), "dockerfile", None)
+        if dockerfile:
+            uses[(folder / dockerfile).resolve()] = name
+    chosen: list[str] = []
+    for text in files:
+        path = _resolve_changed(text)
+        if path is None:
+            _note(f"note: {text} does not exist (deleted?): left out")
+            continue
+        if path in uses:
+            name = uses[path]
+        elif path.suffix in (".yaml", ".yml") and path.parent.name == "agents":
+            name = parse_manifest(path).name  # a manifest outside this checkout's agents/: still validated
+        else:
+            _note(f"note: {text} is not an agent manifest or a file one uses: left out")
+            continue
+        if name not in chosen:
+            chosen.append(name)
+    return chosen
+
+
+@ci_app.command("matrix")
+def matrix(
+    files: Annotated[list[str] | None, typer.Argument(
+        metavar="FILE", show_default=False, help="with --changed-manifests: changed files (paths, or one space/comma-separated list)")] = None,
+    agents: Annotated[list[str] | None, typer.Option(help="only these agents (repeat, or comma-separate)")] = None,
+    chains: Annotated[list[str] | None, typer.Option(help="only these chains (repeat, or comma-separate)")] = None,
+    exclude_builtin: Annotated[bool, typer.Option("--exclude-builtin", help="leave out the built-in agents (oracle, noop)")] = False,
+    runnable_only: Annotated[bool, typer.Option(
+        "--runnable-only", help="leave out agents whose manifest's env variables are not all set here")] = False,
+    changed_manifests: Annotated[bool, typer.Option(
+        "--changed-manifests", help="only the agents whose manifests (or their Dockerfiles) are among FILE...; none given, none chosen")] = False,
+) -> None:
+    """Print {"include": [{"agent": ..., "chain": ...}, ...]} for a workflow's strategy.matrix (fromJSON)."""
+    from swechain_ci.agents import BUILTIN_NAMES
+    from swechain_ci.agents.manifest import available_manifests, parse_manifest
+    from swechain_ci.chain import available_chains
+
+    if files and not changed_manifests:
+        raise SwechainError(f"matrix takes files only with --changed-manifests (got {' '.join(files)})")
+    manifests = {path.stem: parse_manifest(path) for path in available_manifests()}
+    known = [*BUILTIN_NAMES, *manifests]
+    if changed_manifests:
+        changed = _changed_agents(_split(files), manifests)
+        selected = [name for name in known if name in changed]
+    else:
+        selected = [name for name in known if not (exclude_builtin and name in BUILTIN_NAMES)]
+    if agents:
+        wanted = _split(agents)
+        unknown = [a for a in wanted if a not in known]
+        if unknown:
+            raise SwechainError(f"unknown agents {', '.join(unknown)}: registered agents are {', '.join(known)}")
+        selected = [a for a in selected if a in wanted]
+    if runnable_only:
+        runnable = []
+        for name in selected:
+            missing = [v for v in getattr(manifests.get(name), "env", []) if not os.environ.get(v)]
+            if missing:
+                _note(f"note: {name} left out: needs {', '.join(missing)} in the environment")
+            else:
+                runnable.append(name)
+        selected = runnable
+
+    all_chains = available_chains()
+    chosen_chains = all_chains
+    if chains:
+        chosen_chains = _split(chains)
+        unknown = [c for c in chosen_chains if c not in all_chains]
+        if unknown:
+            raise SwechainError(f"unknown chains {', '.join(unknown)}: chains are {', '.join(all_chains) or 'none'}")
+    include = [{"agent": a, "chain": c} for a in selected for c in chosen_chains]
+    if not include:
+        _note("note: the matrix is empty; guard the job with `if: fromJSON(needs.<job>.outputs.matrix).include[0]`")
+    typer.echo(json.dumps({"include": include}, separators=(",", ":")))
+
+
+# -- run folders ----------------------------------------------------------------------------------
+
+
+def _scorecard(run_dir: Path) -> Scorecard:
+    from swechain_ci.records import read_model
+
+    path = run_dir / "scorecard.json"
+    if not path.is_file():
+        if not run_dir.is_dir():
+            raise SwechainError(f"{run_dir} is not a folder: give a run's results folder")
+        raise SwechainError(f"{path} does not exist: score the run first (`swechain-ci score {run_dir}`)")
+    return read_model(path, Scorecard)
+
+
+def _run_record(run_dir: Path) -> RunRecord:
+    from swechain_ci.records import read_model
+
+    path = run_dir / "run.json"
+    if not path.is_file():
+        raise SwechainError(f"{path} does not exist: give a run's results folder (it holds run.json)")
+    return read_model(path, RunRecord)
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+# -- comment, summary, status -------------------------------------------------------------------
+
+
+@ci_app.command("comment")
+def comment(
+    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="runs' results folders")],
+    pr: Annotated[int, typer.Option("--pr", help="pull request number")],
+    artifact_url: Annotated[str | None, typer.Option(help="where the full results are (linked if cut)")] = None,
+) -> None:
+    """Create or update the sticky scorecard comment, one per agent, on a pull request.
+
+    Several runs of one agent (e.g. one per chain, from a matrix) go into that agent's one
+    comment: call this once, after the matrix, with all the run folders."""
+    from swechain_ci.github import GitHubReporter
+    from swechain_ci.report import render
+
+    by_agent: dict[str, list[Scorecard]] = {}
+    for run_dir in run_dirs:
+        card = _scorecard(run_dir)
+        by_agent.setdefault(card.agent, []).append(card)
+    with GitHubReporter.from_env() as reporter:
+        for agent, cards in by_agent.items():
+            cards.sort(key=lambda c: (c.chain, c.step_range, c.spec_level))
+            body = "\n\n".join(render(card) for card in cards)
+            if artifact_url:
+                body += f"\nFull results: [the run's artifact]({artifact_url}).\n"
+            comment_id, created = reporter.upsert_comment(pr, agent, body, artifact_url)
+            typer.echo(f"{'created' if created else 'updated'} comment {comment_id} for agent {agent} "
+                       f"on pull request #{pr} ({len(cards)} chain{'s' if len(cards) != 1 else ''})")
+
+
+@ci_app.command("summary")
+def summary(
+    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="runs' results folders")],
+) -> None:
+    """Append the scorecards to the job summary ($GITHUB_STEP_SUMMARY); locally, says it did nothing."""
+    from swechain_ci.github import write_job_summary
+    from swechain_ci.report import render
+
+    markdown = "\n".join(render(_scorecard(run_dir)) for run_dir in run_dirs)
+    path = write_job_summary(markdown)
+    if path is not None:
+        typer.echo(f"job summary appended to {path}")
+
+
+def status_for(run: RunRecord, card: Scorecard | None) -> tuple[str, str]:
+    """The commit status state and description a run earns."""
+    state = {"finished": "success", "stopped": "failure"}.get(run.status, "error")
+    if card is None:
+        scores = "no scorecard"
+    else:
+        scores = (f"B+F resolving {_percent(card.build_fix.resolving)}, precision {_percent(card.build_fix.precision)}"
+                  f" ({card.steps_scored}/{card.steps_total} steps)")
+    if run.status == "stopped":
+        return state, f"stopped: {scores}; {run.stop_reason or 'no reason recorded'}"
+    if run.status == "running":
+        return state, f"run did not finish: {scores}"
+    return state, scores
+
+
+@ci_app.command("status")
+def status(
+    run_dir: Annotated[Path, typer.Argument(help="a run's results folder")],
+    sha: Annotated[str, typer.Option(help="the commit (full SHA; for a PR, its head SHA)")],
+    target_url: Annotated[str | None, typer.Option(help="link from the status, e.g. the workflow run")] = None,
+    context: Annotated[str | None, typer.Option(help="status name; default swechain-ci/AGENT/CHAIN")] = None,
+) -> None:
+    """Set a commit status: success if the run finished, failure if it stopped, error if it never ended."""
+    from swechain_ci.github import GitHubReporter
+
+    run = _run_record(run_dir)
+    card = _scorecard(run_dir) if (run_dir / "scorecard.json").is_file() else None
+    state, description = status_for(run, card)
+    name = context or f"swechain-ci/{run.agent}/{run.chain}"
+    with GitHubReporter.from_env() as reporter:
+        reporter.set_commit_status(sha, state, description, context=name, target_url=target_url)
+    typer.echo(f"status {state} ({name}) on {sha[:12]}: {description}")
+
+
+# -- leaderboard --------------------------------------------------------------------------------
+
+
+@ci_app.command("leaderboard")
+def leaderboard(
+    runs_dirs: Annotated[list[Path], typer.Argument(metavar="RUNS_DIR...", help="folders searched for scorecard.json")],
+    output: Annotated[Path, typer.Option(help="where leaderboard.json/.md/.png go")] = Path("reports"),
+    spec_level: Annotated[str | None, typer.Option(help="only scorecards at this specification level")] = None,
+) -> None:
+    """Per agent, the plain mean over chains of resolving, precision and F1; prints the Markdown."""
+    from swechain_ci.leaderboard import build_leaderboard, render_markdown, write_leaderboard
+
+    board = build_leaderboard(runs_dirs, spec_level)
+    paths = write_leaderboard(board, output)
+    for s in board.superseded:
+        _note(f"note: {s.agent} on {s.chain}: {s.dropped} is superseded by the later {s.kept}")
+    typer.echo(render_markdown(board))
+    _note("wrote " + ", ".join(str(p) for p in paths.values()))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    try:
+        ci_app()
+    except SwechainError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(2)

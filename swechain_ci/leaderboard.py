@@ -1,0 +1,281 @@
+"""A leaderboard over many runs: per agent, the plain mean over chains of each chain's scores.
+
+For every agent and for Build and Build+Fix, resolving, precision and F1 are each the
+plain (unweighted) mean of the chain-level values of the scorecards found; F1 is the
+mean of the chains' F1s, not the F1 of the means. A null (undefined) chain value is left
+out of its mean and the number of chains that have a value is recorded; with none, the
+mean is null. One scorecard per agent and chain counts: of several, the latest by file
+modification time, and the others are listed as superseded.
+
+Writes ``leaderboard.json`` (the ``Leaderboard`` model), ``leaderboard.md`` and
+``leaderboard.png`` (Build+Fix resolving, precision and F1 per agent).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+from tabulate import tabulate
+
+from swechain_ci.errors import SwechainError
+from swechain_ci.models import Metrics, Record, Scorecard
+from swechain_ci.records import read_model, write_bytes, write_model, write_text
+
+# The SWE-Chain paper's Build+Fix mean over its 9 agent configurations: a reference for
+# orientation, shown as a footnote in leaderboard.md, never used as a score.
+PAPER_REFERENCE = {"configurations": 9, "resolving": 0.448, "precision": 0.654, "f1": 0.502}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Mean(Strict):
+    value: float | None = Field(description="plain mean over the chains that have a value; null if none has")
+    chains: int = Field(description="how many chains have a value")
+
+
+class PhaseMeans(Strict):
+    resolving: Mean
+    precision: Mean
+    f1: Mean
+
+
+class ChainResult(Strict):
+    """One scorecard that counts."""
+
+    chain: str
+    step_range: str
+    spec_level: str
+    steps_scored: int
+    steps_total: int
+    stop_reason: str | None
+    build: Metrics
+    build_fix: Metrics
+    cost_usd: float | None
+    scorecard: str = Field(description="path of the scorecard.json")
+
+
+class Superseded(Strict):
+    agent: str
+    chain: str
+    kept: str
+    dropped: str
+
+
+class AgentRow(Strict):
+    rank: int
+    agent: str
+    chains: list[str]
+    steps_scored: int
+    steps_total: int
+    cost_usd: float | None = Field(description="total over the steps whose cost is known; null if none is")
+    cost_steps: int = Field(description="steps whose cost is known")
+    build: PhaseMeans
+    build_fix: PhaseMeans
+    results: list[ChainResult]
+
+
+class Leaderboard(Record):
+    generated_at: str
+    spec_level: str | None = Field(None, description="only scorecards of this level, if set")
+    scorecards: int = Field(description="scorecards found (including superseded ones)")
+    agents: list[AgentRow] = Field(description="ranked by Build+Fix F1, nulls last")
+    superseded: list[Superseded] = Field(default_factory=list)
+
+
+# -- collecting ---------------------------------------------------------------------------------
+
+
+def find_scorecards(folders: Iterable[Path]) -> list[Path]:
+    """Every ``scorecard.json`` under the folders, recursively (a scorecard file may be given directly)."""
+    found: set[Path] = set()
+    for folder in folders:
+        if folder.is_file() and folder.name == "scorecard.json":
+            found.add(folder)
+        elif folder.is_dir():
+            found.update(p for p in folder.rglob("scorecard.json") if p.is_file())
+        else:
+            raise SwechainError(f"{folder} is not a folder of runs (or a scorecard.json); give the runs' parent folder")
+    return sorted(found)
+
+
+def _mean(values: Iterable[float | None]) -> Mean:
+    known = [v for v in values if v is not None]
+    return Mean(value=math.fsum(known) / len(known) if known else None, chains=len(known))
+
+
+def _phase(metrics: Sequence[Metrics]) -> PhaseMeans:
+    return PhaseMeans(resolving=_mean(m.resolving for m in metrics), precision=_mean(m.precision for m in metrics),
+                      f1=_mean(m.f1 for m in metrics))
+
+
+def _cost(card: Scorecard) -> tuple[float | None, int]:
+    known = [s.cost_usd for s in card.steps if s.cost_usd is not None]
+    return (math.fsum(known) if known else None), len(known)
+
+
+def _rank_key(row: AgentRow) -> tuple:
+    f1, res = row.build_fix.f1.value, row.build_fix.resolving.value
+    return (f1 is None, -(f1 or 0.0), res is None, -(res or 0.0), row.agent)
+
+
+def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) -> Leaderboard:
+    paths = find_scorecards(folders)
+    if not paths:
+        raise SwechainError(f"no scorecard.json under {', '.join(str(f) for f in folders)}: "
+                            "point at the folders that hold the runs (or their downloaded artifacts)")
+    cards = [(p, read_model(p, Scorecard)) for p in paths]
+    if spec_level is not None:
+        cards = [(p, c) for p, c in cards if c.spec_level == spec_level]
+        if not cards:
+            raise SwechainError(f"none of the {len(paths)} scorecards found is at spec level {spec_level}")
+
+    latest: dict[tuple[str, str], tuple[Path, Scorecard]] = {}
+    superseded: list[Superseded] = []
+    # oldest first, so a later one replaces an earlier one; the path breaks ties in modification time
+    for path, card in sorted(cards, key=lambda pc: (pc[0].stat().st_mtime_ns, str(pc[0]))):
+        key = (card.agent, card.chain)
+        if key in latest:
+            superseded.append(Superseded(agent=card.agent, chain=card.chain, kept=str(path), dropped=str(latest[key][0])))
+        latest[key] = (path, card)
+
+    by_agent: dict[str, list[tuple[Path, Scorecard]]] = {}
+    for (agent, _), pair in sorted(latest.items()):
+        by_agent.setdefault(agent, []).append(pair)
+
+    rows = []
+    for agent, pairs in by_agent.items():
+        results = []
+        for path, card in pairs:
+            cost, _ = _cost(card)
+            results.append(ChainResult(chain=card.chain, step_range=card.step_range, spec_level=card.spec_level,
+                                       steps_scored=card.steps_scored, steps_total=card.steps_total,
+                                       stop_reason=card.stop_reason, build=card.build, build_fix=card.build_fix,
+                                       cost_usd=cost, scorecard=str(path)))
+        costs = [_cost(card) for _, card in pairs]
+        cost_steps = sum(n for _, n in costs)
+        rows.append(AgentRow(
+            rank=0, agent=agent, chains=[r.chain for r in results],
+            steps_scored=sum(r.steps_scored for r in results), steps_total=sum(r.steps_total for r in results),
+            cost_usd=math.fsum(c for c, _ in costs if c is not None) if cost_steps else None, cost_steps=cost_steps,
+            build=_phase([r.build for r in results]), build_fix=_phase([r.build_fix for r in results]),
+            results=results,
+        ))
+    rows.sort(key=_rank_key)
+    for rank, row in enumerate(rows, 1):
+        row.rank = rank
+    superseded.sort(key=lambda s: (s.agent, s.chain, s.dropped))
+    return Leaderboard(generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), spec_level=spec_level,
+                       scorecards=len(cards), agents=rows, superseded=superseded)
+
+
+# -- rendering ----------------------------------------------------------------------------------
+
+
+def _cell(mean: Mean, chains: int) -> str:
+    if mean.value is None:
+        return "n/a"
+    text = f"{100 * mean.value:.1f}"
+    return text if mean.chains == chains else f"{text} ({mean.chains}/{chains})"
+
+
+def _cost_cell(row: AgentRow) -> str:
+    if row.cost_usd is None:
+        return "n/a"
+    text = f"{row.cost_usd:.2f}"
+    return text if row.cost_steps == row.steps_scored else f"{text} ({row.cost_steps}/{row.steps_scored} steps)"
+
+
+def render_markdown(board: Leaderboard) -> str:
+    headers = ["rank", "agent", "chains", "steps scored",
+               "B+F resolving %", "B+F precision %", "B+F F1 %", "B resolving %", "B precision %", "B F1 %", "cost $"]
+    table = []
+    for row in board.agents:
+        n = len(row.chains)
+        table.append([row.rank, row.agent, n, f"{row.steps_scored}/{row.steps_total}",
+                      *(_cell(getattr(row.build_fix, m), n) for m in ("resolving", "precision", "f1")),
+                      *(_cell(getattr(row.build, m), n) for m in ("resolving", "precision", "f1")),
+                      _cost_cell(row)])
+    per_chain = [[row.agent, r.chain, r.spec_level, r.step_range, f"{r.steps_scored}/{r.steps_total}",
+                  *(("n/a" if v is None else f"{100 * v:.1f}") for v in
+                    (r.build_fix.resolving, r.build_fix.precision, r.build_fix.f1)),
+                  r.stop_reason or ""]
+                 for row in board.agents for r in row.results]
+    ref = PAPER_REFERENCE
+    lines = [
+        "# Leaderboard",
+        "",
+        f"{len(board.agents)} agents, {board.scorecards} scorecards"
+        + (f", specification level {board.spec_level}" if board.spec_level else "") + ". "
+        "Each score is the plain mean over the agent's chains of that chain's value "
+        "(F1: the mean of the chains' F1s); ranked by Build+Fix F1.[^paper]",
+        "",
+        tabulate(table, headers=headers, tablefmt="github", disable_numparse=True),
+        "",
+        "B = Build, B+F = Build+Fix. n/a: undefined on every chain. (k/n): the mean over the k of n chains "
+        "where the value is defined. Cost: total over the steps whose cost is known.",
+        "",
+        "## Per chain",
+        "",
+        tabulate(per_chain, headers=["agent", "chain", "level", "steps", "scored", "B+F resolving %",
+                                     "B+F precision %", "B+F F1 %", "stopped"], tablefmt="github",
+                 disable_numparse=True),
+        "",
+    ]
+    if board.superseded:
+        lines += ["## Superseded scorecards", "",
+                  "An agent with several scorecards for one chain counts only the latest (file modification time):", ""]
+        lines += [f"- {s.agent} on {s.chain}: kept `{s.kept}`, left out `{s.dropped}`" for s in board.superseded]
+        lines.append("")
+    lines += [
+        f"[^paper]: For reference, the SWE-Chain paper reports a Build+Fix mean over its {ref['configurations']} "
+        f"agent configurations of {100 * ref['resolving']:.1f}% resolving, {100 * ref['precision']:.1f}% precision "
+        f"and {100 * ref['f1']:.1f}% F1, on its own chains; these are not scores of the runs above.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def render_png(board: Leaderboard) -> bytes:
+    """A grouped bar chart of Build+Fix resolving, precision and F1 (percent) per agent, in rank order."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    agents = [row.agent for row in board.agents]
+    series = [("resolving", "#4C78A8"), ("precision", "#F58518"), ("f1", "#54A24B")]
+    width = 0.8 / len(series)
+    fig = Figure(figsize=(max(6.0, 1.2 * len(agents) + 2), 4.5), dpi=100)
+    ax = fig.add_subplot()
+    for i, (metric, color) in enumerate(series):
+        xs = [a + (i - (len(series) - 1) / 2) * width for a in range(len(agents))]
+        values = [getattr(row.build_fix, metric).value for row in board.agents]
+        heights = [0.0 if v is None else 100 * v for v in values]
+        bars = ax.bar(xs, heights, width, label="F1" if metric == "f1" else metric, color=color)
+        ax.bar_label(bars, labels=["n/a" if v is None else f"{100 * v:.1f}" for v in values], fontsize=7, padding=2)
+    ax.set_xticks(range(len(agents)), agents, rotation=20 if len(agents) > 4 else 0, ha="right" if len(agents) > 4 else "center")
+    ax.set_ylim(0, 110)
+    ax.set_ylabel("percent (mean over chains)")
+    ax.set_title("Build+Fix per agent")
+    ax.legend(loc="upper right", ncols=3, fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def write_leaderboard(board: Leaderboard, output: Path) -> dict[str, Path]:
+    """Write leaderboard.json, leaderboard.md and leaderboard.png into ``output``."""
+    paths = {"json": output / "leaderboard.json", "md": output / "leaderboard.md", "png": output / "leaderboard.png"}
+    write_model(paths["json"], board)
+    write_text(paths["md"], render_markdown(board))
+    write_bytes(paths["png"], render_png(board))
+    return paths

@@ -1,0 +1,201 @@
+"""A scripted stand-in for the Anthropic Messages API, over real HTTP on 127.0.0.1.
+
+It speaks the subset the SDK uses for ``client.messages.create``: ``POST /v1/messages``
+answered with a ``message`` object. A Python callable scripts it (request body ->
+response), and every request is recorded with its headers, so tests can drive the real
+SDK and check what it sent.
+
+    with ScriptedServer(lambda body: message([text("done")])) as server:
+        anthropic.Anthropic(api_key="k", base_url=server.url).messages.create(...)
+        server.requests[0].body["messages"]
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.body.get("messages", [])
+
+
+@dataclass
+class Reply:
+    """A response with control over status and timing; a script may return one instead of a dict."""
+
+    body: dict[str, Any]
+    status: int = 200
+    delay_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Script = Callable[[dict[str, Any]], "dict[str, Any] | Reply"]
+
+
+# -- response builders ---------------------------------------------------------------------------
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def tool_use(name: str, tool_input: dict[str, Any], id: str | None = None) -> dict[str, Any]:
+    return {"type": "tool_use", "id": id or f"toolu_{next(_ids):06d}", "name": name, "input": tool_input}
+
+
+def usage(input_tokens: int = 100, output_tokens: int = 20, cache_write: int = 0, cache_read: int = 0) -> dict[str, int]:
+    return {
+        "input_tokens": input_tokens, "output_tokens": output_tokens,
+        "cache_creation_input_tokens": cache_write, "cache_read_input_tokens": cache_read,
+    }
+
+
+def message(content: list[dict[str, Any]], stop_reason: str | None = None, usage_: dict[str, int] | None = None) -> dict[str, Any]:
+    """A Messages API response; stop_reason is tool_use when it calls a tool, else end_turn."""
+    if stop_reason is None:
+        stop_reason = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
+    return {"content": content, "stop_reason": stop_reason, "usage": usage_ or usage()}
+
+
+def error_body(kind: str, text_: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": text_}}
+
+
+# -- request helpers -----------------------------------------------------------------------------
+
+
+def first_user_text(body: dict[str, Any]) -> str:
+    content = body["messages"][0]["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
+def turns_taken(body: dict[str, Any]) -> int:
+    """How many assistant turns the conversation in this request already holds."""
+    return sum(1 for m in body["messages"] if m["role"] == "assistant")
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool_result blocks of the request's last (user) message."""
+    last = body["messages"][-1]
+    content = last["content"] if isinstance(last["content"], list) else []
+    return [b for b in content if b.get("type") == "tool_result"]
+
+
+def result_text(block: dict[str, Any]) -> str:
+    content = block.get("content", "")
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
+# -- the server ----------------------------------------------------------------------------------
+
+
+class ScriptedServer:
+    """``POST /v1/messages`` answered by ``script(body)``; start/stop or use as a context manager."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.requests: list[Recorded] = []
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> ScriptedServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                pass
+
+            def send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("request-id", f"req_{next(_ids):06d}")
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                path = self.path.split("?", 1)[0]
+                if path != "/v1/messages":
+                    self.send_json(404, error_body("not_found_error", f"no route {path}"))
+                    return
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    self.send_json(400, error_body("invalid_request_error", "body is not JSON"))
+                    return
+                with server._lock:
+                    server.requests.append(Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body))
+                try:
+                    reply = server.script(body)
+                except Exception as exc:  # a broken script shows as a 500 and in .errors
+                    server.errors.append(f"{type(exc).__name__}: {exc}")
+                    reply = Reply(error_body("api_error", f"script failed: {exc}"), status=500,
+                                  headers={"x-should-retry": "false"})
+                if not isinstance(reply, Reply):
+                    reply = Reply(reply)
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
+                payload = reply.body
+                if reply.status == 200:
+                    payload = {
+                        "id": f"msg_{next(_ids):06d}", "type": "message", "role": "assistant",
+                        "model": body.get("model", "unknown"), "stop_sequence": None, **payload,
+                    }
+                    payload.setdefault("usage", usage())
+                try:
+                    self.send_json(reply.status, payload, reply.headers)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a time-out); nothing to answer
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,144 @@
+"""The GitHub Actions layer: the workflows lint clean, and run as they are under `act`.
+
+Jobs run on the host (`-P self-hosted=-self-hosted`, `-P ubuntu-latest=-self-hosted`)
+in a copy of this repository whose origin is a local bare repository; GitHub's API is
+the local stand-in in tests/github_server.py, reached by the real PyGithub client
+through GITHUB_API_URL. Docker, git and the CLI are real.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, load_json
+from github_server import FakeGitHub
+
+VENV_BIN = Path(sys.executable).parent
+PLATFORMS = ["-P", "self-hosted=-self-hosted", "-P", "ubuntu-latest=-self-hosted"]
+TOKEN = "act-token"
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_workflows_lint_clean():
+    workflows = sorted((REPO / ".github" / "workflows").glob("*.yml"))
+    zizmor = subprocess.run([str(VENV_BIN / "zizmor"), "--offline", *map(str, workflows)], capture_output=True, text=True)
+    assert zizmor.returncode == 0, zizmor.stdout + zizmor.stderr
+    schema = subprocess.run([str(VENV_BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows",
+                             *map(str, workflows)], capture_output=True, text=True)
+    assert schema.returncode == 0, schema.stdout + schema.stderr
+
+
+def test_every_job_is_bounded_and_least_privileged():
+    import yaml
+
+    for path in sorted((REPO / ".github" / "workflows").glob("*.yml")):
+        workflow = yaml.safe_load(path.read_text())
+        assert workflow["permissions"] == {"contents": "read"}, path.name
+        assert "concurrency" in workflow, path.name
+        for name, job in workflow["jobs"].items():
+            assert job.get("timeout-minutes"), f"{path.name}:{name}"
+            for step in job["steps"]:
+                if "uses" in step:
+                    ref = step["uses"].split("@", 1)[1]
+                    assert len(ref) == 40 and all(c in "0123456789abcdef" for c in ref), f"{path.name}: {step['uses']}"
+
+
+@pytest.fixture
+def act_repo(tmp_path: Path):
+    """A copy of this repository (as it is now) with a bare origin, and a shared folder for act's jobs."""
+    origin = tmp_path / "origin.git"
+    work = tmp_path / "work"
+    git("init", "-q", "--bare", "-b", "main", str(origin))
+    git("clone", "-q", str(REPO), str(work))
+    for path in git("ls-files", "--cached", "--others", "--exclude-standard", cwd=REPO).splitlines():
+        source = REPO / path
+        if source.is_file():
+            (work / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, work / path)
+    git("checkout", "-q", "-B", "main", cwd=work)
+    git("add", "-A", cwd=work)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "under test", cwd=work)
+    git("remote", "set-url", "origin", str(origin), cwd=work)
+    git("push", "-q", "origin", "main", cwd=work)
+    shared = tmp_path / "shared"
+    (shared / "smoke").mkdir(parents=True)
+    return work, origin, shared
+
+
+def act(work: Path, shared: Path, event: str, workflow: str, payload: dict, api: str, *extra: str):
+    event_file = work.parent / f"{event}.json"
+    event_file.write_text(json.dumps(payload))
+    return subprocess.run(
+        [str(VENV_BIN / "act"), event, "-W", f".github/workflows/{workflow}", "-e", str(event_file), *PLATFORMS,
+         "-s", f"GITHUB_TOKEN={TOKEN}", "--env", f"GITHUB_API_URL={api}", "--env", "GITHUB_REPOSITORY=acme/bench",
+         "--env", f"SWECHAIN_ACT_SHARED={shared}", *extra],
+        cwd=work, capture_output=True, text=True, timeout=1500,
+    )
+
+
+@pytest.mark.docker
+def test_a_dispatched_chain_run_leaves_a_branch_a_summary_and_a_status(toy_oracle, act_repo):
+    work, origin, shared = act_repo
+    with FakeGitHub() as github:
+        github.state.add_token(TOKEN, None)
+        result = act(work, shared, "workflow_dispatch", "chain-run.yml",
+                     {"inputs": {"agent": "oracle", "chain": "toy", "run_id": "r42"}}, github.url)
+        assert result.returncode == 0, result.stdout[-5000:]
+        statuses = list(github.state.statuses)
+    branch = "runs/oracle/toy/r42"
+    subjects = git("--git-dir", str(origin), "log", "--format=%s", branch).splitlines()
+    assert [s.split(":")[0] for s in reversed(subjects)] == ["start", "step 1 build", "step 2 build", "step 3 build", "finished"]
+    head = git("--git-dir", str(origin), "rev-parse", branch)
+    assert "Summary - # Scorecard: oracle on toy" in result.stdout
+    assert [(s.sha, s.state) for s in statuses] == [(head, "success")]
+
+
+@pytest.mark.docker
+def test_an_agent_pull_request_gets_one_sticky_scorecard_comment(toy_oracle, act_repo):
+    work, origin, shared = act_repo
+    (work / "agents" / "lazy.yaml").write_text(
+        "schema_version: 1\nname: lazy\nkind: cli\ncommands: {build: 'true', fix: 'true'}\n"
+    )
+    git("add", "agents/lazy.yaml", cwd=work)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "Register lazy", cwd=work)
+    base = git("rev-parse", "HEAD~1", cwd=work)
+    pull = {"number": 7, "labels": [{"name": "run-smoke"}], "head": {"ref": "add-lazy", "sha": git("rev-parse", "HEAD", cwd=work)},
+            "base": {"ref": "main", "sha": base}}
+    with FakeGitHub() as github:
+        github.state.add_token(TOKEN, None)
+        github.state.add_pull(7)
+        for attempt in (1, 2):
+            pr_run = act(work, shared, "pull_request", "agent-pr.yml", {"pull_request": pull, "number": 7}, github.url)
+            assert pr_run.returncode == 0, pr_run.stdout[-5000:]
+            comment_run = act(work, shared, "workflow_run", "agent-pr-comment.yml",
+                              {"workflow_run": {"id": 99, "html_url": "http://results.example/99"}}, github.url)
+            assert comment_run.returncode == 0, comment_run.stdout[-5000:]
+            comments = github.state.comments_on(7)
+            assert len(comments) == 1, f"attempt {attempt}: {len(comments)} comments"
+        assert "Scorecard: lazy on toy" in comments[0].body
+        edits = github.state.requests_matching("PATCH", r"/issues/comments/\d+")
+        assert len(edits) == 1, "the second run edits the comment instead of adding one"
+
+
+@pytest.mark.docker
+def test_the_weekly_refresh_publishes_a_leaderboard_of_two_agents(toy_oracle, act_repo):
+    work, origin, shared = act_repo
+    with FakeGitHub() as github:
+        github.state.add_token(TOKEN, None)
+        result = act(work, shared, "schedule", "weekly.yml", {"schedule": "17 3 * * 1"}, github.url,
+                     "--var", "WEEKLY_CHAINS=toy")
+    assert result.returncode == 0, result.stdout[-5000:]
+    assert git("--git-dir", str(origin), "log", "-1", "--format=%s", "main") == "Leaderboard: weekly refresh"
+    board = json.loads(git("--git-dir", str(origin), "show", "main:reports/leaderboard.json"))
+    assert {row["agent"] for row in board["rows"]} == {"oracle", "noop"}
+    markdown = git("--git-dir", str(origin), "show", "main:reports/leaderboard.md")
+    assert "oracle" in markdown and "noop" in markdown
