@@ -14,12 +14,15 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from swechain_ci.errors import SwechainError
 from swechain_ci.models import RunRecord, Scorecard
+
+if TYPE_CHECKING:
+    from swechain_ci.agents.manifest import AgentManifest
 
 ci_app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__, pretty_exceptions_enable=False)
 
@@ -46,7 +49,7 @@ def _resolve_changed(path_text: str) -> Path | None:
     return candidate.resolve() if candidate.exists() else None
 
 
-def _changed_agents(files: list[str], manifests: dict[str, object]) -> list[str]:
+def _changed_agents(files: list[str], manifests: dict[str, AgentManifest]) -> list[str]:
     """The registered agents whose manifest, or a file a manifest uses (its Dockerfile), is among ``files``."""
     from swechain_ci.agents.manifest import agents_dir, parse_manifest
 
@@ -54,9 +57,8 @@ def _changed_agents(files: list[str], manifests: dict[str, object]) -> list[str]
     uses: dict[Path, str] = {}
     for name, manifest in manifests.items():
         uses[(folder / f"{name}.yaml").resolve()] = name
-        dockerfile = getattr(getattr(manifest, "install", None), "dockerfile", None)
-        if dockerfile:
-            uses[(folder / dockerfile).resolve()] = name
+        if manifest.install.dockerfile:
+            uses[(folder / manifest.install.dockerfile).resolve()] = name
     chosen: list[str] = []
     for text in files:
         path = _resolve_changed(text)
@@ -110,7 +112,8 @@ def matrix(
     if runnable_only:
         runnable = []
         for name in selected:
-            missing = [v for v in getattr(manifests.get(name), "env", []) if not os.environ.get(v)]
+            needs = manifests[name].env if name in manifests else []
+            missing = [v for v in needs if not os.environ.get(v)]
             if missing:
                 _note(f"note: {name} left out: needs {', '.join(missing)} in the environment")
             else:
@@ -163,7 +166,7 @@ def _percent(value: float | None) -> str:
 @ci_app.command("comment")
 def comment(
     run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="runs' results folders")],
-    pr: Annotated[int, typer.Option("--pr", help="pull request number")],
+    pr: Annotated[int, typer.Option("--pr", min=1, help="pull request number")],
     artifact_url: Annotated[str | None, typer.Option(help="where the full results are (linked if cut)")] = None,
 ) -> None:
     """Create or update the sticky scorecard comment, one per agent, on a pull request.

@@ -10,12 +10,14 @@ import typer
 from tabulate import tabulate
 
 from swechain_ci.errors import SwechainError
+from swechain_ci.ci_cli import ci_app
 from swechain_ci.specs_cli import specs_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__, pretty_exceptions_enable=False)
 chain_app = typer.Typer(no_args_is_help=True, help="Chain definitions and their oracles.")
 app.add_typer(chain_app, name="chain")
 app.add_typer(specs_app, name="specs")
+app.add_typer(ci_app)
 agents_app = typer.Typer(no_args_is_help=True, help="Agent manifests (agents/<name>.yaml).")
 app.add_typer(agents_app, name="agents")
 

@@ -13,6 +13,7 @@ author, our own login, so a comment someone else wrote (or quoted) is never touc
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
@@ -118,7 +119,7 @@ def write_job_summary(markdown: str, limit: int = SUMMARY_LIMIT) -> Path | None:
     used = path.stat().st_size if path.exists() else 0
     data = (markdown if markdown.endswith("\n") else markdown + "\n").encode()
     if used + len(data) > limit:
-        note = (f"\n> **Truncated:** GitHub keeps at most {limit // 1024:,} KiB of job summary per step; "
+        note = (f"\n> **Truncated:** GitHub keeps at most {limit / 2**20:g} MiB of job summary per step; "
                 "the full scorecard is in the run's artifact (scorecard.md).\n").encode()
         budget = limit - used - len(note)
         if budget < 0:
@@ -194,6 +195,9 @@ class GitHubReporter:
         """Whose comments are ours: ``SWECHAIN_COMMENT_AUTHOR``, else the token's login, else
         ``github-actions[bot]`` (an Actions token cannot read ``GET /user``: 403)."""
         if self._author is None:
+            retry_log = logging.getLogger("github.GithubRetry")  # logs the expected 403 at INFO otherwise
+            level = retry_log.level
+            retry_log.setLevel(logging.WARNING)
             try:
                 self._author = self.client.get_user().login
             except GithubException as exc:
@@ -203,6 +207,8 @@ class GitHubReporter:
             except requests.RequestException as exc:
                 raise SwechainError(f"cannot reach the GitHub API at {self.config.api_url} ({type(exc).__name__}): "
                                     "check GITHUB_API_URL and the network") from None
+            finally:
+                retry_log.setLevel(level)
         return self._author
 
     def find_comment(self, pr_number: int, agent: str) -> Any | None:
@@ -227,8 +233,7 @@ class GitHubReporter:
             issue = self.repo.get_issue(pr_number)
             created = self._call(f"comment on pull request #{pr_number}", issue.create_comment, text)
             return created.id, True
-        if existing.body != text:
-            self._call(f"edit comment {existing.id} on pull request #{pr_number}", existing.edit, text)
+        self._call(f"edit comment {existing.id} on pull request #{pr_number}", existing.edit, text)
         return existing.id, False
 
     def set_commit_status(self, sha: str, state: str, description: str, context: str = "swechain-ci",

@@ -85,7 +85,7 @@ class Leaderboard(Record):
     generated_at: str
     spec_level: str | None = Field(None, description="only scorecards of this level, if set")
     scorecards: int = Field(description="scorecards found (including superseded ones)")
-    agents: list[AgentRow] = Field(description="ranked by Build+Fix F1, nulls last")
+    rows: list[AgentRow] = Field(description="one per agent, ranked by Build+Fix F1, nulls last")
     superseded: list[Superseded] = Field(default_factory=list)
 
 
@@ -136,14 +136,13 @@ def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) ->
         if not cards:
             raise SwechainError(f"none of the {len(paths)} scorecards found is at spec level {spec_level}")
 
-    latest: dict[tuple[str, str], tuple[Path, Scorecard]] = {}
-    superseded: list[Superseded] = []
-    # oldest first, so a later one replaces an earlier one; the path breaks ties in modification time
+    groups: dict[tuple[str, str], list[tuple[Path, Scorecard]]] = {}
+    # oldest first; the path breaks ties in modification time
     for path, card in sorted(cards, key=lambda pc: (pc[0].stat().st_mtime_ns, str(pc[0]))):
-        key = (card.agent, card.chain)
-        if key in latest:
-            superseded.append(Superseded(agent=card.agent, chain=card.chain, kept=str(path), dropped=str(latest[key][0])))
-        latest[key] = (path, card)
+        groups.setdefault((card.agent, card.chain), []).append((path, card))
+    latest = {key: group[-1] for key, group in groups.items()}
+    superseded = [Superseded(agent=agent, chain=chain, kept=str(group[-1][0]), dropped=str(path))
+                  for (agent, chain), group in groups.items() for path, _ in group[:-1]]
 
     by_agent: dict[str, list[tuple[Path, Scorecard]]] = {}
     for (agent, _), pair in sorted(latest.items()):
@@ -172,7 +171,7 @@ def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) ->
         row.rank = rank
     superseded.sort(key=lambda s: (s.agent, s.chain, s.dropped))
     return Leaderboard(generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), spec_level=spec_level,
-                       scorecards=len(cards), agents=rows, superseded=superseded)
+                       scorecards=len(cards), rows=rows, superseded=superseded)
 
 
 # -- rendering ----------------------------------------------------------------------------------
@@ -196,7 +195,7 @@ def render_markdown(board: Leaderboard) -> str:
     headers = ["rank", "agent", "chains", "steps scored",
                "B+F resolving %", "B+F precision %", "B+F F1 %", "B resolving %", "B precision %", "B F1 %", "cost $"]
     table = []
-    for row in board.agents:
+    for row in board.rows:
         n = len(row.chains)
         table.append([row.rank, row.agent, n, f"{row.steps_scored}/{row.steps_total}",
                       *(_cell(getattr(row.build_fix, m), n) for m in ("resolving", "precision", "f1")),
@@ -206,12 +205,12 @@ def render_markdown(board: Leaderboard) -> str:
                   *(("n/a" if v is None else f"{100 * v:.1f}") for v in
                     (r.build_fix.resolving, r.build_fix.precision, r.build_fix.f1)),
                   r.stop_reason or ""]
-                 for row in board.agents for r in row.results]
+                 for row in board.rows for r in row.results]
     ref = PAPER_REFERENCE
     lines = [
         "# Leaderboard",
         "",
-        f"{len(board.agents)} agents, {board.scorecards} scorecards"
+        f"{len(board.rows)} agents, {board.scorecards} scorecards"
         + (f", specification level {board.spec_level}" if board.spec_level else "") + ". "
         "Each score is the plain mean over the agent's chains of that chain's value "
         "(F1: the mean of the chains' F1s); ranked by Build+Fix F1.[^paper]",
@@ -249,19 +248,20 @@ def render_png(board: Leaderboard) -> bytes:
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    agents = [row.agent for row in board.agents]
+    agents = [row.agent for row in board.rows]
     series = [("resolving", "#4C78A8"), ("precision", "#F58518"), ("f1", "#54A24B")]
     width = 0.8 / len(series)
     fig = Figure(figsize=(max(6.0, 1.2 * len(agents) + 2), 4.5), dpi=100)
     ax = fig.add_subplot()
     for i, (metric, color) in enumerate(series):
         xs = [a + (i - (len(series) - 1) / 2) * width for a in range(len(agents))]
-        values = [getattr(row.build_fix, metric).value for row in board.agents]
+        values = [getattr(row.build_fix, metric).value for row in board.rows]
         heights = [0.0 if v is None else 100 * v for v in values]
         bars = ax.bar(xs, heights, width, label="F1" if metric == "f1" else metric, color=color)
         ax.bar_label(bars, labels=["n/a" if v is None else f"{100 * v:.1f}" for v in values], fontsize=7, padding=2)
     ax.set_xticks(range(len(agents)), agents, rotation=20 if len(agents) > 4 else 0, ha="right" if len(agents) > 4 else "center")
-    ax.set_ylim(0, 110)
+    ax.set_ylim(0, 118)
+    ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("percent (mean over chains)")
     ax.set_title("Build+Fix per agent")
     ax.legend(loc="upper right", ncols=3, fontsize=8)

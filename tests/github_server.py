@@ -22,6 +22,8 @@ token maps to a login, or to ``None`` for a GitHub Actions app token, for which
 65,536 characters and a status description of more than 140 are refused with 422.
 URLs in responses are built from the request's ``Host`` header and base prefix, so the
 client may reach the server under any name (e.g. from a container, with ``host="0.0.0.0"``).
+By default any ``owner/name`` is served from the one store; ``GitHubState(repository=...)``
+makes every other repository 404. Pull request 1 exists; ``state.add_pull(n)`` adds others.
 
     with FakeGitHub() as gh:                     # or: url, state = start()
         os.environ["GITHUB_API_URL"] = gh.url    # or gh.enterprise_url
@@ -92,7 +94,7 @@ class CommitStatus:
 class GitHubState:
     """The in-memory store. Safe to read from the test thread; mutate through the methods."""
 
-    repository: str = "octo-org/demo"
+    repository: str | None = None  # None: any owner/name is served (from this one store)
     tokens: dict[str, str | None] = field(default_factory=lambda: {"test-token": "swechain-bot"})
     pulls: dict[int, str] = field(default_factory=lambda: {1: "a" * 40}, metadata={"doc": "number -> head sha"})
     comments: list[Comment] = field(default_factory=list)
@@ -122,9 +124,9 @@ class GitHubState:
             return [c for c in self.comments if c.issue == issue]
 
     def requests_matching(self, method: str, pattern: str) -> list[Recorded]:
-        """Recorded requests whose method equals ``method`` and whose path matches the regex."""
+        """Recorded requests with this method whose path (without /api/v3) contains a match of the regex."""
         with self.lock:
-            return [r for r in self.requests if r.method == method and re.fullmatch(pattern, r.path)]
+            return [r for r in self.requests if r.method == method and re.search(pattern, r.path)]
 
     # -- internals -------------------------------------------------------------------------
 
@@ -170,7 +172,8 @@ class FakeGitHub:
     def start(self) -> FakeGitHub:
         self._httpd = ThreadingHTTPServer((self.host, 0), _handler(self.state))
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True, name="fake-github")
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True, name="fake-github")
         self._thread.start()
         return self
 
@@ -280,8 +283,7 @@ def _author(login: str | None) -> str:
     return login if login is not None else ACTIONS_BOT
 
 
-def _comment_json(state: GitHubState, c: Comment, base: str) -> dict[str, Any]:
-    repo = state.repository
+def _comment_json(repo: str, c: Comment, base: str) -> dict[str, Any]:
     return {
         "id": c.id, "node_id": f"IC_{c.id}", "url": f"{base}/repos/{repo}/issues/comments/{c.id}",
         "html_url": f"https://github.example/{repo}/pull/{c.issue}#issuecomment-{c.id}",
@@ -290,8 +292,7 @@ def _comment_json(state: GitHubState, c: Comment, base: str) -> dict[str, Any]:
     }
 
 
-def _issue_json(state: GitHubState, number: int, base: str, pull: bool) -> dict[str, Any]:
-    repo = state.repository
+def _issue_json(state: GitHubState, repo: str, number: int, base: str, pull: bool) -> dict[str, Any]:
     data: dict[str, Any] = {
         "id": 500 + number, "number": number, "state": "open", "title": f"Pull request {number}",
         "user": _user_json("contributor", base), "body": "",
@@ -335,9 +336,9 @@ def _route(state: GitHubState, method: str, path: str, query: dict[str, list[str
             raise _Error(403, "Resource not accessible by integration")
         return 200, _user_json(login, base), {}
     m = re.fullmatch(_REPO + r"(?P<rest>/.*)?", path)
-    if not m or f"{m['owner']}/{m['repo']}" != state.repository:
+    repo, rest = (f"{m['owner']}/{m['repo']}", m["rest"] or "") if m else ("", "")
+    if not m or state.repository not in (None, repo):
         raise _Error(404, "Not Found")
-    repo, rest = state.repository, m["rest"] or ""
 
     if rest == "" and method == "GET":
         owner = m["owner"]
@@ -349,14 +350,14 @@ def _route(state: GitHubState, method: str, path: str, query: dict[str, list[str
         number = int(mm[2])
         if method != "GET" or number not in state.pulls:
             raise _Error(404, "Not Found")
-        return 200, _issue_json(state, number, base, pull=mm[1] == "pulls"), {}
+        return 200, _issue_json(state, repo, number, base, pull=mm[1] == "pulls"), {}
 
     if mm := re.fullmatch(r"/issues/(\d+)/comments", rest):
         number = int(mm[1])
         if number not in state.pulls:
             raise _Error(404, "Not Found")
         if method == "GET":
-            items = [_comment_json(state, c, base) for c in state.comments if c.issue == number]
+            items = [_comment_json(repo, c, base) for c in state.comments if c.issue == number]
             page, headers = _page(items, query, f"{base}/repos/{repo}/issues/{number}/comments")
             return 200, page, headers
         if method == "POST":
@@ -364,20 +365,20 @@ def _route(state: GitHubState, method: str, path: str, query: dict[str, list[str
             if len(text) > COMMENT_LIMIT:
                 raise _too_long("IssueComment", "body", COMMENT_LIMIT)
             comment = state._new_comment(number, text, _author(login))
-            return 201, _comment_json(state, comment, base), {"Location": f"{base}/repos/{repo}/issues/comments/{comment.id}"}
+            return 201, _comment_json(repo, comment, base), {"Location": f"{base}/repos/{repo}/issues/comments/{comment.id}"}
 
     if mm := re.fullmatch(r"/issues/comments/(\d+)", rest):
         comment = next((c for c in state.comments if c.id == int(mm[1])), None)
         if comment is None:
             raise _Error(404, "Not Found")
         if method == "GET":
-            return 200, _comment_json(state, comment, base), {}
+            return 200, _comment_json(repo, comment, base), {}
         if method == "PATCH":
             text = _body_field(body)
             if len(text) > COMMENT_LIMIT:
                 raise _too_long("IssueComment", "body", COMMENT_LIMIT)
             comment.body, comment.updated_at, comment.edits = text, _now(), comment.edits + 1
-            return 200, _comment_json(state, comment, base), {}
+            return 200, _comment_json(repo, comment, base), {}
 
     if (mm := re.fullmatch(r"/commits/([0-9a-f]{40})", rest)) and method == "GET":
         return 200, {"sha": mm[1], "url": f"{base}/repos/{repo}/commits/{mm[1]}",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from github_server import ACTIONS_BOT, FakeGitHub
+from github_server import ACTIONS_BOT, FakeGitHub, GitHubState, start
 from swechain_ci.ci_cli import ci_app
 from swechain_ci.errors import SwechainError
 from swechain_ci.github import (
@@ -32,7 +32,7 @@ FAST = {"seconds_between_requests": None, "seconds_between_writes": None}  # PyG
 
 @pytest.fixture
 def server():
-    with FakeGitHub() as fake:
+    with FakeGitHub(GitHubState(repository=REPO_NAME)) as fake:
         yield fake
 
 
@@ -79,10 +79,11 @@ def test_first_call_creates_second_edits_the_same_comment(server, gh_env, report
     assert_all_requests_authorized(server, gh_env)
 
 
-def test_same_body_again_is_not_rewritten(server, gh_env, reporter):
+def test_the_same_body_again_is_edited_in_place(server, gh_env, reporter):
     comment_id, _ = reporter.upsert_comment(1, "oracle", "body")
     assert reporter.upsert_comment(1, "oracle", "body") == (comment_id, False)
-    assert server.state.requests_matching("PATCH", r".*") == []
+    assert len(server.state.comments_on(1)) == 1
+    assert len(server.state.requests_matching("PATCH", r"/issues/comments/\d+$")) == 1
 
 
 def test_another_authors_comment_with_our_marker_is_not_touched(server, gh_env, reporter):
@@ -126,7 +127,7 @@ def test_actions_token_falls_back_to_github_actions_bot(server, gh_env, monkeypa
         assert reporter.comment_author() == ACTIONS_BOT
         assert reporter.upsert_comment(1, "oracle", "fresh") == (ours.id, False)
     assert ours.body.endswith("fresh") and other.body.endswith("by a person")
-    assert len(server.state.requests_matching("GET", r"/user")) == 1
+    assert len(server.state.requests_matching("GET", r"^/user$")) == 1
 
 
 def test_comment_author_can_be_overridden(server, gh_env, monkeypatch):
@@ -134,7 +135,7 @@ def test_comment_author_can_be_overridden(server, gh_env, monkeypatch):
     ours = server.state.add_comment(1, f"{marker('oracle')}\nold", "our-app[bot]")
     assert upsert_comment(1, "oracle", "new") == (ours.id, False)  # the module-level convenience, from env
     assert ours.body.endswith("new")
-    assert server.state.requests_matching("GET", r"/user") == []
+    assert server.state.requests_matching("GET", r"^/user$") == []
 
 
 def test_long_body_is_cut_at_a_line_under_the_limit_with_the_artifact_link(server, gh_env, reporter):
@@ -216,6 +217,11 @@ def test_bad_token_and_unknown_pull_request_are_explained(server, gh_env, monkey
     with GitHubReporter.from_env(**FAST) as reporter:
         with pytest.raises(SwechainError, match="404 Not Found.*GITHUB_REPOSITORY"):
             reporter.upsert_comment(99, "oracle", "x")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "octo-org/elsewhere")
+    with GitHubReporter.from_env(**FAST) as reporter:
+        with pytest.raises(SwechainError, match=r"404 Not Found.*GITHUB_REPOSITORY \(octo-org/elsewhere\)"):
+            reporter.set_commit_status(SHA, "success", "x")
+    monkeypatch.setenv("GITHUB_REPOSITORY", REPO_NAME)
     monkeypatch.setenv("GITHUB_TOKEN", "wrong")
     with GitHubReporter.from_env(**FAST) as reporter:
         with pytest.raises(SwechainError, match="401 Bad credentials.*GITHUB_TOKEN"):
@@ -253,7 +259,7 @@ def test_job_summary_keeps_the_file_within_one_mib(tmp_path, monkeypatch):
     body, _, note = text.rpartition("\n> **Truncated:**")
     kept = body.split("\n")[1:-1]
     assert kept == lines[: len(kept)] and len(kept) > 1000
-    assert "1,024 KiB" in note
+    assert "at most 1 MiB" in note
     write_job_summary("more")  # a full file: nothing more fits
     assert len(path.read_bytes()) <= SUMMARY_LIMIT
 
@@ -387,3 +393,16 @@ def test_matrix_of_changed_manifests(project):
     assert matrix("--changed-manifests") == []
     with pytest.raises(SwechainError, match="only with --changed-manifests"):
         invoke("matrix", "agents/free.yaml")
+
+
+def test_start_serves_any_repository_until_exit(monkeypatch):
+    url, state = start()
+    state.add_token("t2", "someone")
+    monkeypatch.setenv("GITHUB_API_URL", url + "/api/v3")
+    monkeypatch.setenv("GITHUB_TOKEN", "t2")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "acme/bench")
+    monkeypatch.delenv("SWECHAIN_COMMENT_AUTHOR", raising=False)
+    assert upsert_comment(1, "noop", "hello")[1] is True
+    [comment] = state.comments_on(1)
+    assert comment.author == "someone" and comment.body.endswith("hello")
+    assert state.requests[-1].path == "/repos/acme/bench/issues/1/comments"
