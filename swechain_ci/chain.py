@@ -6,10 +6,10 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from swechain_ci.errors import SwechainError, describe_validation
+from swechain_ci.errors import SwechainError
+from swechain_ci.records import read_yaml_model
 from swechain_ci.settings import project_root
 
 VERSION_PATTERN = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.+!_-]*$")
@@ -231,18 +231,7 @@ def load_chain(name_or_path: str) -> Chain:
 
 
 def parse_chain_file(path: Path) -> ChainConfig:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise SwechainError(f"{path}:{where} is not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    if not isinstance(data, dict):
-        raise SwechainError(f"{path}: expected a mapping of chain fields, got {type(data).__name__}")
-    try:
-        config = ChainConfig.model_validate(data)
-    except ValidationError as exc:
-        raise SwechainError(describe_validation(str(path), exc)) from None
+    config = read_yaml_model(path, ChainConfig, "chain")
     if config.id != path.parent.name:
         raise SwechainError(
             f"{path}: field 'id': is '{config.id}' but the folder is '{path.parent.name}'; make them equal"

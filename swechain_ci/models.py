@@ -1,7 +1,10 @@
-"""Data that crosses stage boundaries, defined once.
+"""The records of evaluation, oracle, run and score: data that crosses those stage
+boundaries, defined once.
 
-Every JSON file the pipeline writes is one of these models, carrying
-``schema_version`` so that stored results stay readable as the format grows.
+Every JSON file the pipeline writes is a pydantic model carrying ``schema_version``,
+so that stored results stay readable as the format grows. Models of other stages live
+beside the one module that writes them (chain.py, agents/manifest.py, diffs.py,
+render.py, leaderboard.py).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, load_json
+from conftest import REPO
 from github_server import FakeGitHub
 
 VENV_BIN = Path(sys.executable).parent

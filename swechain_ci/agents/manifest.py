@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from swechain_ci.errors import SwechainError, describe_validation
+from swechain_ci.errors import SwechainError
+from swechain_ci.records import read_yaml_model
 from swechain_ci.settings import project_root
 
 PLACEHOLDERS = {"spec_file", "fix_report_file", "prompt_file", "code_dir", "session_id", "model", "phase", "step"}
@@ -113,20 +113,7 @@ def agents_dir() -> Path:
 
 
 def parse_manifest(path: Path) -> AgentManifest:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise SwechainError(f"{path}:{where} is not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    except OSError as exc:
-        raise SwechainError(f"{path}: cannot read ({exc.strerror})") from None
-    if not isinstance(data, dict):
-        raise SwechainError(f"{path}: expected a mapping of agent fields, got {type(data).__name__}")
-    try:
-        manifest = AgentManifest.model_validate(data)
-    except ValidationError as exc:
-        raise SwechainError(describe_validation(str(path), exc)) from None
+    manifest = read_yaml_model(path, AgentManifest, "agent")
     if manifest.name != path.stem:
         raise SwechainError(f"{path}: field 'name': is '{manifest.name}' but the file is '{path.stem}.yaml'; make them equal")
     return manifest
