@@ -92,6 +92,25 @@ def chain_build(
     typer.echo(f"\noracle stored at {oracle.oracle_path(loaded)}")
 
 
+@chain_app.command("diff")
+def chain_diff(
+    chain: Annotated[str, typer.Argument(help="chain id or path")],
+    steps: Annotated[str | None, typer.Option(help="only steps A-B (1-based)")] = None,
+) -> None:
+    """The three-way diff per step (code, tests, others): statistics, and where the diffs are."""
+    from swechain_ci.chain import load_chain
+    from swechain_ci.diffs import chain_diffs, diff_folder
+
+    loaded = load_chain(chain).select_steps(steps)
+    rows = []
+    for index, d in enumerate(chain_diffs(loaded), start=loaded.step_offset + 1):
+        rows.append([index, f"{d.prev_version} -> {d.next_version}",
+                     *(f"{p.files} files, {p.hunks} hunks, +{p.added}/-{p.removed}" for p in (d.code, d.tests, d.others))])
+    typer.echo(tabulate(rows, headers=["step", "upgrade", "code", "tests", "others"], tablefmt="github"))
+    first, second = loaded.steps[0]
+    typer.echo(f"\ndiffs in {diff_folder(loaded, first, second).parent}")
+
+
 @chain_app.command("compare")
 def chain_compare(
     chain: Annotated[str, typer.Argument(help="chain id or path; its oracle must be built")],

@@ -19,7 +19,6 @@ Written to ``state_home()/diffs/<chain>/<prev>-<next>/{code,tests,others}.diff``
 from __future__ import annotations
 
 import codecs
-import os
 import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -32,6 +31,7 @@ from swechain_ci import sources, trees
 from swechain_ci.chain import Chain
 from swechain_ci.errors import SwechainError
 from swechain_ci.models import SCHEMA_VERSION, Record
+from swechain_ci.records import write_text
 from swechain_ci.settings import state_home
 
 Part = Literal["code", "tests", "others"]
@@ -122,17 +122,6 @@ def three_way(prev_root: Path, next_root: Path, test_folder: str) -> dict[Part, 
     return patches
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _cached(folder: Path, prev_digest: str, next_digest: str, test_folder: str) -> StepDiff | None:
     stats = folder / "stats.json"
     if not stats.is_file() or not all((folder / f"{p}.diff").is_file() for p in PARTS):
@@ -167,8 +156,8 @@ def step_diff(chain: Chain, prev: str, next_: str) -> StepDiff:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "stats.json").unlink(missing_ok=True)  # written last: marks the folder complete
     for part in PARTS:
-        _write_atomic(folder / f"{part}.diff", patches[part])
-    _write_atomic(folder / "stats.json", result.model_dump_json(indent=2) + "\n")
+        write_text(folder / f"{part}.diff", patches[part])
+    write_text(folder / "stats.json", result.model_dump_json(indent=2) + "\n")
     return result
 
 

@@ -232,4 +232,5 @@ class Scorecard(Record):
     stop_reason: str | None = None
     build: Metrics
     build_fix: Metrics
+    cost_usd: float | None = Field(None, description="the agent's cost over the scored steps, where known")
     steps: list[StepScore]

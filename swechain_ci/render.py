@@ -9,9 +9,7 @@ first line) stops the render, and no other level's file is touched.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Literal
 
@@ -21,6 +19,7 @@ from swechain_ci.chain import Chain, load_chain
 from swechain_ci.changelog import ReleaseNotes, ReleaseTask, chain_release_notes
 from swechain_ci.errors import SwechainError, describe_validation
 from swechain_ci.interface import InterfaceChanges, chain_interface_changes, render_interface
+from swechain_ci.records import write_text
 from swechain_ci.specs import spec_path
 
 SCHEMA_VERSION = 1
@@ -200,18 +199,6 @@ def render_l1(chain: Chain | str, prev: str, next_: str, interface: bool = True)
 # --------------------------------------------------------------------------- files
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def _check_overwritable(md: Path, js: Path) -> None:
     if md.exists():
         first = md.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
@@ -238,8 +225,8 @@ def write_l1(chain: Chain | str, prev: str, next_: str, interface: bool = True) 
     js = md.with_suffix(".json")
     _check_overwritable(md, js)
     spec = build_l1(chain, prev, next_, interface)
-    _write_atomic(md, render_l1_markdown(spec))
-    _write_atomic(js, json.dumps(spec.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
+    write_text(md, render_l1_markdown(spec))
+    write_text(js, json.dumps(spec.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
     return md, js, spec
 
 

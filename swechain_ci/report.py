@@ -33,7 +33,8 @@ def render(card: Scorecard) -> str:
         f"# Scorecard: {card.agent} on {card.chain}",
         "",
         f"Steps {card.step_range}; specification level {card.spec_level}; {card.steps_scored} of {card.steps_total} steps scored"
-        + (f"; stopped: {card.stop_reason}" if card.stop_reason else "") + ".",
+        + (f"; stopped: {card.stop_reason}" if card.stop_reason else "")
+        + (f"; agent cost ${card.cost_usd:.2f}" if card.cost_usd is not None else "") + ".",
         "",
         tabulate(totals, headers=["", "phase", "resolving %", "precision %", "F1 %", "TP/FN/FP"], tablefmt="github"),
         "",

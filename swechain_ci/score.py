@@ -139,5 +139,6 @@ def scorecard(run: RunRecord, steps: list[StepRecord]) -> Scorecard:
         stop_reason=run.stop_reason,
         build=chain_metrics(b for _, b, _ in scored),
         build_fix=chain_metrics(f for _, _, f in scored),
+        cost_usd=sum(costs) if (costs := [s.cost_usd for s, _, _ in scored if s.cost_usd is not None]) else None,
         steps=[s for s, _, _ in scored],
     )

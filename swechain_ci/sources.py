@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from swechain_ci import trees
 from swechain_ci.chain import Chain, GitSource, LocalSource, PypiSource
 from swechain_ci.errors import SwechainError
+from swechain_ci.records import write_bytes
 from swechain_ci.settings import state_home
 
 DEFAULT_INDEX_URL = "https://pypi.org/simple"
@@ -229,18 +230,6 @@ def _release_cache(project: str, version: str) -> Path:
     return state_home() / "releases" / normalize_name(project) / f"{version}.json"
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _pick_sdist(chain: Chain, version: str, project: str, page_url: str, files: list) -> ReleaseInfo:
     wanted = normalize_version(version)
     candidates, with_sdist = [], set()
@@ -321,7 +310,7 @@ def release_info(chain: Chain, version: str) -> ReleaseInfo:
             return cached
     page_url, document = project_page(project, _where(chain, version))
     info = _pick_sdist(chain, version, project, page_url, document["files"])
-    _write_atomic(cache, info.model_dump_json(indent=2).encode())
+    write_bytes(cache, info.model_dump_json(indent=2).encode())
     return info
 
 
