@@ -216,7 +216,7 @@ def status_for(run: RunRecord, card: Scorecard | None) -> tuple[str, str]:
     if run.status == "stopped":
         return state, f"stopped: {scores}; {run.stop_reason or 'no reason recorded'}"
     if run.status == "running":
-        return state, f"run did not finish: {scores}"
+        return "pending", f"continues: {scores}"
     return state, scores
 
 
@@ -227,7 +227,7 @@ def status(
     target_url: Annotated[str | None, typer.Option(help="link from the status, e.g. the workflow run")] = None,
     context: Annotated[str | None, typer.Option(help="status name; default swechain-ci/AGENT/CHAIN")] = None,
 ) -> None:
-    """Set a commit status: success if the run finished, failure if it stopped, error if it never ended."""
+    """Set a commit status: success if the run finished, failure if it stopped, pending if it continues."""
     from swechain_ci.github import GitHubReporter
 
     run = _run_record(run_dir)
@@ -237,6 +237,26 @@ def status(
     with GitHubReporter.from_env() as reporter:
         reporter.set_commit_status(sha, state, description, context=name, target_url=target_url)
     typer.echo(f"status {state} ({name}) on {sha[:12]}: {description}")
+
+
+@ci_app.command("continue")
+def continue_run(
+    run_dir: Annotated[Path, typer.Argument(help="a run's results folder")],
+    workflow: Annotated[str, typer.Option(help="the workflow file to dispatch, e.g. chain-run.yml")],
+    ref: Annotated[str, typer.Option(help="the branch or tag the workflow runs on")],
+    inputs: Annotated[list[str] | None, typer.Option("--input", help="KEY=VALUE, repeatable")] = None,
+) -> None:
+    """Dispatch the next job of a run that paused after its step budget; nothing if it ended."""
+    from swechain_ci.github import GitHubReporter
+
+    run = _run_record(run_dir)
+    if run.status != "running":
+        typer.echo(f"run {run.run_id} is {run.status}; nothing to continue")
+        return
+    pairs = dict(item.partition("=")[::2] for item in inputs or [])
+    with GitHubReporter.from_env() as reporter:
+        reporter.dispatch_workflow(workflow, ref, pairs)
+    typer.echo(f"dispatched {workflow} on {ref} to continue run {run.run_id}")
 
 
 # -- leaderboard --------------------------------------------------------------------------------

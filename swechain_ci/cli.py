@@ -153,6 +153,7 @@ def run(
     git_branch: Annotated[str | None, typer.Option(help="commit each phase to this branch, e.g. runs/<agent>/<chain>/<id>")] = None,
     git_repo: Annotated[Path, typer.Option(help="repository holding the run branch")] = Path("."),
     push: Annotated[str | None, typer.Option(help="remote to push the run branch to as commits land")] = None,
+    max_steps: Annotated[int | None, typer.Option(min=1, help="run at most this many steps, then pause")] = None,
 ) -> None:
     """Run a full chain with one agent, building whatever is not built yet, and print the scorecard."""
     from swechain_ci.branches import RunBranch
@@ -160,7 +161,7 @@ def run(
     from swechain_ci.run import run_chain
 
     branch = RunBranch(git_repo, git_branch, push) if git_branch else None
-    typer.echo(render(run_chain(chain, agent, output, spec_level, steps, branch)))
+    typer.echo(render(run_chain(chain, agent, output, spec_level, steps, branch, max_steps)))
 
 
 @app.command("score")

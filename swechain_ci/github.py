@@ -254,6 +254,14 @@ class GitHubReporter:
         return status.id
 
 
+    def dispatch_workflow(self, workflow: str, ref: str, inputs: dict[str, str]) -> None:
+        """Start ``workflow`` (its file name) on ``ref`` with ``inputs``: how a chain run continues itself."""
+        found = self._call(f"find workflow {workflow}", self.repo.get_workflow, workflow)
+        started = self._call(f"dispatch workflow {workflow} on {ref}", found.create_dispatch, ref, inputs)
+        if started is False:
+            raise SwechainError(f"GitHub refused to dispatch {workflow} on {ref}: check the ref and the inputs")
+
+
 # -- one-call conveniences, configured from the environment -------------------------------------
 
 

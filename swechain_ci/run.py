@@ -215,14 +215,17 @@ class ChainRun:
     def write_scorecard(self) -> None:
         write_scorecard(self.output, scorecard(self.record, finished_steps(self.output)))
 
-    def execute(self) -> None:
+    def execute(self, max_steps: int | None = None) -> None:
         done = finished_steps(self.output)
         if done and done[-1].agent_failed:
             # A stopped chain resumes at the step whose agent failed: it was not finished.
             progress.say(f"step {done[-1].index} ended with a failed agent; running it again")
             shutil.rmtree(step_dir(self.output, self.oracle.steps[len(done) - 1]))
             done = done[:-1]
+        write_model(self.output / "run.json", self.record)
         remaining = self.oracle.steps[len(done):]
+        paused = max_steps is not None and len(remaining) > max_steps
+        remaining = remaining[:max_steps] if paused else remaining
         removed = self.sandbox.remove_labelled(self.labels)
         if removed:
             progress.say(f"removed {removed} container(s) left by an interrupted run")
@@ -257,18 +260,21 @@ class ChainRun:
                             self.write_scorecard()
                             self.branch.commit(current, self.output, f"stopped: {self.record.stop_reason}"[:200])
                         return
-            self.record = self.record.model_copy(update={"status": "finished"})
-            write_model(self.output / "run.json", self.record)
-            if self.branch:
-                self.write_scorecard()
-                self.branch.commit(current, self.output, f"finished: {self.chain.id} steps {self.chain.step_range}")
+                if paused:
+                    progress.say(f"paused after {max_steps} step(s); run again to continue")
+                    return
+                self.record = self.record.model_copy(update={"status": "finished"})
+                write_model(self.output / "run.json", self.record)
+                if self.branch:
+                    self.write_scorecard()
+                    self.branch.commit(current, self.output, f"finished: {self.chain.id} steps {self.chain.step_range}")
         finally:
             container.remove()
 
 
 def run_chain(
     chain_name: str, agent_spec: str, output: Path, spec_level: str | None = None, steps: str | None = None,
-    branch: RunBranch | None = None,
+    branch: RunBranch | None = None, max_steps: int | None = None,
 ) -> Scorecard:
     chain = load_chain(chain_name).select_steps(steps)
     agent, manifest = resolve_agent(agent_spec)
@@ -301,7 +307,7 @@ def run_chain(
         )
     else:
         record = record.model_copy(update={"status": "running", "stop_reason": None})
-    ChainRun(sandbox, chain, agent, manifest, oracle, chain_images, output, record, specs, branch).execute()
+    ChainRun(sandbox, chain, agent, manifest, oracle, chain_images, output, record, specs, branch).execute(max_steps)
     return rescore(output)
 
 

@@ -14,6 +14,8 @@ PyGithub client, under both base URL styles: the bare root (``http://HOST:PORT``
     PATCH /repos/{owner}/{repo}/issues/comments/{id}
     GET   /repos/{owner}/{repo}/commits/{sha}
     POST  /repos/{owner}/{repo}/statuses/{sha}
+    GET   /repos/{owner}/{repo}/actions/workflows/{file}
+    POST  /repos/{owner}/{repo}/actions/workflows/{id or file}/dispatches
 
 Every request needs ``Authorization: token T`` (or ``Bearer T``) with a known token; a
 token maps to a login, or to ``None`` for a GitHub Actions app token, for which
@@ -99,6 +101,7 @@ class GitHubState:
     pulls: dict[int, str] = field(default_factory=lambda: {1: "a" * 40}, metadata={"doc": "number -> head sha"})
     comments: list[Comment] = field(default_factory=list)
     statuses: list[CommitStatus] = field(default_factory=list)
+    dispatches: list[dict[str, Any]] = field(default_factory=list, metadata={"doc": "workflow, ref, inputs"})
     requests: list[Recorded] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _ids: Any = field(default_factory=lambda: itertools.count(1001), repr=False)
@@ -401,6 +404,18 @@ def _route(state: GitHubState, method: str, path: str, query: dict[str, list[str
                      "description": status.description, "target_url": status.target_url, "context": status.context,
                      "created_at": status.created_at, "updated_at": status.created_at,
                      "creator": _user_json(status.creator, base)}, {}
+
+    if (mm := re.fullmatch(r"/actions/workflows/([^/]+)", rest)) and method == "GET":
+        name = mm[1]
+        return 200, {"id": 7700 + len(name), "node_id": f"W_{name}", "name": name, "path": f".github/workflows/{name}",
+                     "state": "active", "url": f"{base}/repos/{repo}/actions/workflows/{name}",
+                     "html_url": f"https://github.example/{repo}/actions/workflows/{name}"}, {}
+
+    if (mm := re.fullmatch(r"/actions/workflows/([^/]+)/dispatches", rest)) and method == "POST":
+        if not isinstance(body, dict) or not isinstance(body.get("ref"), str):
+            raise _Error(422, "Validation Failed", [{"resource": "Workflow", "code": "missing_field", "field": "ref"}])
+        state.dispatches.append({"workflow": mm[1], "ref": body["ref"], "inputs": body.get("inputs") or {}})
+        return 204, None, {}
 
     raise _Error(404, "Not Found")
 

@@ -58,3 +58,7 @@ def test_a_run_branch_has_a_commit_per_phase_and_resumes_on_another_machine(toy_
     assert (card["build_fix"]["tp"], card["build_fix"]["fn"], card["build_fix"]["fp"]) == (24, 6, 1)
     head = git("--git-dir", str(origin), "log", "-3", "--format=%s", BRANCH).splitlines()
     assert [line.split(":")[0] for line in head] == ["finished", "step 3 build", "stopped"]
+    final = git("--git-dir", str(origin), "ls-tree", "-r", "--name-only", BRANCH).splitlines()
+    assert "src/toyslug/text.py" in final and ".swechain/scorecard.json" in final
+    # Recording the end changes only the records, never the code.
+    assert git("--git-dir", str(origin), "diff", "--stat", f"{BRANCH}~1", BRANCH, "--", ".", ":!.swechain") == ""

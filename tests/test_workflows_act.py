@@ -109,18 +109,34 @@ def act(work: Path, shared: Path, event: str, workflow: str, payload: dict, api:
 @pytest.mark.docker
 def test_a_dispatched_chain_run_leaves_a_branch_a_summary_and_a_status(toy_oracle, act_repo):
     work, origin, shared = act_repo
+    branch = "runs/oracle/toy/r42"
+    inputs = {"agent": "oracle", "chain": "toy", "spec_level": "", "steps": "", "run_id": "r42"}
     with FakeGitHub() as github:
         github.state.add_token(TOKEN, None)
-        result = act(work, shared, "workflow_dispatch", "chain-run.yml",
-                     {"inputs": {"agent": "oracle", "chain": "toy", "run_id": "r42"}}, github.url)
-        assert result.returncode == 0, result.stdout[-5000:]
+        # A job with a budget of one step runs it, then hands on to the next job.
+        first = act(work, shared, "workflow_dispatch", "chain-run.yml",
+                    {"inputs": {**inputs, "max_steps": "1"}, "ref": "refs/heads/main"}, github.url)
+        assert first.returncode == 0, first.stdout[-5000:]
+        subjects = git("--git-dir", str(origin), "log", "--format=%s", branch).splitlines()
+        assert [s.split(":")[0] for s in reversed(subjects)] == ["start", "step 1 build"]
+        assert [(s.state, s.context) for s in github.state.statuses] == [("pending", "swechain-ci/oracle/toy")]
+        assert github.state.dispatches == [
+            {"workflow": "chain-run.yml", "ref": "main", "inputs": {**inputs, "max_steps": "1"}}
+        ]
+        # The next job starts from a fresh copy: the branch carries the run on to the end.
+        second = act(work, shared, "workflow_dispatch", "chain-run.yml",
+                     {"inputs": {**inputs, "max_steps": ""}, "ref": "refs/heads/main"}, github.url)
+        assert second.returncode == 0, second.stdout[-5000:]
         statuses = list(github.state.statuses)
-    branch = "runs/oracle/toy/r42"
+        assert len(github.state.dispatches) == 1, "a finished run hands on nothing"
+    assert "restored the run's records" in second.stdout
     subjects = git("--git-dir", str(origin), "log", "--format=%s", branch).splitlines()
     assert [s.split(":")[0] for s in reversed(subjects)] == ["start", "step 1 build", "step 2 build", "step 3 build", "finished"]
     head = git("--git-dir", str(origin), "rev-parse", branch)
-    assert "Summary - # Scorecard: oracle on toy" in result.stdout
-    assert [(s.sha, s.state) for s in statuses] == [(head, "success")]
+    assert "Summary - # Scorecard: oracle on toy" in second.stdout
+    assert (statuses[-1].sha, statuses[-1].state) == (head, "success")
+    card = json.loads(git("--git-dir", str(origin), "show", f"{branch}:.swechain/scorecard.json"))
+    assert (card["build_fix"]["resolving"], card["build_fix"]["precision"]) == (1.0, 1.0)
 
 
 @pytest.mark.docker
