@@ -201,3 +201,16 @@ def test_an_output_flood_is_truncated_in_the_record(toy_oracle, tmp_path):
     step = load_json(next(output.glob("steps/01-*/step.json")))
     assert step["build"]["agent"]["status"] == "ok" and step["build"]["agent"]["output_truncated"] is True
     assert (output / "steps" / "01-0.1.0-0.2.0" / "logs" / "agent-build.log").stat().st_size < 12000
+
+
+@pytest.mark.docker
+def test_a_manifest_installs_its_python_tools_into_the_agent_container(toy_oracle, tmp_path):
+    agent = write_agent(
+        tmp_path, "tooled", "/opt/agent-tools/bin/python -c 'import six; print(\"tool six\", six.__version__)'",
+        install={"pip": ["six==1.16.0"]},
+    )
+    output = tmp_path / "run"
+    result = run_cli("run", "--chain", "toy", "--agent", str(agent), "--output", str(output))
+    assert result.returncode == 0, result.stderr
+    log = (output / "steps" / "01-0.1.0-0.2.0" / "logs" / "agent-build.log").read_text()
+    assert "tool six 1.16.0" in log
