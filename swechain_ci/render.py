@@ -236,7 +236,7 @@ def render_chain(chain: Chain | str, level: str = "L1", interface: bool = True) 
     if level not in RENDERABLE_LEVELS:
         raise SwechainError(
             f"level {level} cannot be rendered from the release alone; `{GENERATOR}` renders "
-            f"{', '.join(RENDERABLE_LEVELS)} (write other levels by hand in specs/{chain.id}/<prev>-<next>/{level}.md)"
+            f"{', '.join(RENDERABLE_LEVELS)} (L2-L5 come from `swechain-ci specs synth` with an API key, or `swechain-ci specs import`)"
         )
     for prev, next_ in chain.steps:  # refuse before writing anything
         md = spec_path(chain, prev, next_, "L1")

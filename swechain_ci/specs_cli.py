@@ -1,7 +1,8 @@
-"""``swechain-ci specs``: render deterministic specifications and list the levels present."""
+"""``swechain-ci specs``: render L1, synthesize L2-L5 (DecompSynth), import published specs, list levels."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -57,3 +58,90 @@ def specs_list(chain: Annotated[str, typer.Argument(help="chain id (chains/<id>/
         rows.append([index, f"{prev} → {next_}", ", ".join(levels) or "-"])
     typer.echo(tabulate(rows, headers=["step", "upgrade", "levels"], tablefmt="github"))
     typer.echo(f"\nlevels present for every step: {', '.join(levels_available(loaded)) or 'none'}")
+
+
+@specs_app.command("synth")
+def specs_synth(
+    chain: Annotated[str, typer.Argument(help="chain id (chains/<id>/chain.yaml) or path")],
+    steps: Annotated[str | None, typer.Option(help="only steps A-B (1-based), e.g. 9-13")] = None,
+    model: Annotated[str, typer.Option(help="Anthropic model (priced in swechain_ci/agents/prices.yaml)")] = (
+        "claude-sonnet-4-6"
+    ),
+    base_url: Annotated[
+        str | None, typer.Option(help="Messages API endpoint; default ANTHROPIC_BASE_URL, else Anthropic's")
+    ] = None,
+    levels: Annotated[str, typer.Option(help="levels to write, comma-separated, from L2,L3,L4,L5")] = "L2,L3,L4,L5",
+    interface: Annotated[
+        bool, typer.Option("--interface/--no-interface", help="append the interface section (from the code, via ast)")
+    ] = True,
+    jobs: Annotated[int, typer.Option(min=1, help="requests in flight at once")] = 4,
+) -> None:
+    """DecompSynth: L2-L5 from release notes and code hunks with an LLM (needs ANTHROPIC_API_KEY).
+
+    Every answer is cached under the state home by its inputs: a re-run makes no request.
+    Writes specs/<chain>/<prev>-<next>/L<n>.md, L<n>.json and decompsynth.json (model, tokens, cost).
+    """
+    from swechain_ci.chain import load_chain
+    from swechain_ci.decompsynth import synth_chain
+    from swechain_ci.levels import SPEC_LEVELS, parse_levels
+    from swechain_ci.settings import project_root
+
+    loaded = load_chain(chain).select_steps(steps)
+    chosen = parse_levels(levels, SPEC_LEVELS)
+    results = synth_chain(loaded, chosen, model=model, base_url=base_url, interface=interface, jobs=jobs)
+    root = project_root()
+    rows = []
+    for record, written in results:
+        tasks = record.task_set.tasks
+        notes = sum(1 for t in tasks if t.origin == "release_notes")
+        folder = written[0].parent if written else None
+        rows.append([
+            f"{record.prev_version} → {record.next_version}",
+            f"{notes} + {len(tasks) - notes}",
+            f"{len(record.code_hunks)} in {len(record.batches)}",
+            f"{record.this_run.total.requests} / {record.usage.total.requests}",
+            f"${record.usage.total.cost_usd:.4f}",
+            (folder.relative_to(root) if folder and folder.is_relative_to(root) else folder) or "-",
+        ])
+    headers = ["step", "tasks (notes + extra)", "hunks in batches", "requests (now / all)", "cost", "written"]
+    typer.echo(tabulate(rows, headers=headers, tablefmt="github"))
+    total = sum(r.this_run.total.cost_usd for r, _ in results)
+    typer.echo(f"\nmodel {model}; this run: ${total:.4f}; levels {', '.join(chosen)}")
+
+
+@specs_app.command("import")
+def specs_import(
+    file: Annotated[str, typer.Argument(help="JSON lines with package, prev_ver, next_ver and specs (SWE-Chain layout)")],
+    chain: Annotated[str, typer.Option(help="chain id (chains/<id>/chain.yaml) or path")],
+    level: Annotated[str, typer.Option(help="the level to write: L2, L3, L4 or L5")] = "L3",
+    interface: Annotated[
+        bool,
+        typer.Option("--interface/--no-interface", help="append the interface section (the published specs have none)"),
+    ] = False,
+) -> None:
+    """Import published specifications, rendered at LEVEL; rows that match no step are reported."""
+    from swechain_ci.chain import load_chain
+    from swechain_ci.levels import SPEC_LEVELS, parse_levels
+    from swechain_ci.settings import project_root
+    from swechain_ci.spec_import import import_specs
+
+    chosen = parse_levels(level, SPEC_LEVELS)
+    if len(chosen) != 1:
+        from swechain_ci.errors import SwechainError
+
+        raise SwechainError(f"--level takes one level, got {level}")
+    report = import_specs(file, load_chain(chain), chosen[0], interface=interface)
+    root = project_root()
+    rows = []
+    for row in report.rows:
+        where = "-"
+        if row.written:
+            md = Path(row.written[0])
+            where = md.relative_to(root) if md.is_relative_to(root) else md
+        rows.append([row.line, row.package, f"{row.prev_ver} → {row.next_ver}", row.status,
+                     row.shape or "-", row.tasks if row.tasks is not None else "-", row.reason or where])
+    headers = ["line", "package", "versions", "status", "specs", "tasks", "written / reason"]
+    typer.echo(tabulate(rows, headers=headers, tablefmt="github"))
+    written = sum(1 for r in report.rows if r.status == "written")
+    typer.echo(f"\n{written} of {len(report.rows)} rows written at {report.level}; "
+               f"{len(report.unmatched)} matched no step")

@@ -251,7 +251,6 @@ def load_prices(overrides: dict[str, Any] | None = None, source: str = "options.
 class AnthropicOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     max_tokens: int = Field(16000, gt=0)
-    temperature: float | None = Field(None, ge=0, le=1)
     max_retries: int = Field(3, ge=0)
     request_timeout_s: float = Field(600, gt=0)
     tool_output_chars: int = Field(30_000, ge=1000)
@@ -688,14 +687,12 @@ class Session:
                 return self.end("cost_limit", detail=f"${self.cost_usd:.4f} spent (limit ${limits.cost_usd})")
             self.compact()
             system, messages = self.request_messages()
-            extra = {"temperature": options.temperature} if options.temperature is not None else {}
             try:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     response = client.messages.create(
                         model=self.agent.manifest.model, max_tokens=options.max_tokens, system=system, tools=TOOLS,
                         messages=messages, timeout=min(options.request_timeout_s, max(self.remaining(), 0.001)),
-                        **extra,
                     )
                 self.note_warnings(caught)
             except (WallClockPassed, anthropic.APITimeoutError) as exc:
