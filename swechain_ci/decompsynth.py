@@ -78,8 +78,8 @@ from swechain_ci.chain import Chain
 from swechain_ci.diffs import read_diff, unquote_git_path
 from swechain_ci.errors import SwechainError
 from swechain_ci.levels import (
-    SYNTH, TASK_TYPES, Difficulty, Rating, SpecTask, Strict, TaskSet, TaskSpec, TaskType, Text,
-    SynthesizedRequirement, build_level, check_writable, level_files, write_level,
+    SYNTH, TASK_TYPES, SpecTask, Strict, TaskFields, TaskSet, TaskSpec,
+    build_level, check_writable, level_files, write_level,
 )
 from swechain_ci.models import Record
 from swechain_ci.records import write_model
@@ -183,18 +183,10 @@ class DivideAnswer(Strict):
     assignments: list[HunkAssignment]
 
 
-class ExtraTask(Strict):
+class ExtraTask(TaskFields):
     """A task found by Complete: a task specification without an id, citing its hunks."""
 
     hunks: list[str] = Field(min_length=1, description="the ids of the hunks that make this change")
-    title: Text
-    type: TaskType
-    runtime_impact: bool
-    description: Text
-    synthesized_requirement: SynthesizedRequirement
-    significance: Rating
-    confidence: Rating
-    difficulty: Difficulty
 
 
 class CompleteAnswer(Strict):

@@ -119,10 +119,9 @@ class SynthesizedRequirement(Strict):
     acceptance_criteria: list[Text]
 
 
-class TaskSpec(Strict):
-    """One task's specification, with exactly the fields of SEMANTICS.md."""
+class TaskFields(Strict):
+    """A task specification's fields of SEMANTICS.md, all but its id."""
 
-    task_id: Text
     title: Text
     type: TaskType
     runtime_impact: bool
@@ -131,6 +130,12 @@ class TaskSpec(Strict):
     significance: Rating
     confidence: Rating
     difficulty: Difficulty
+
+
+class TaskSpec(TaskFields):
+    """One task's specification, with exactly the fields of SEMANTICS.md."""
+
+    task_id: Text
 
 
 class SpecTask(Strict):

@@ -18,8 +18,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from local_server import LocalServer
 
 _ids = itertools.count(1)
 
@@ -109,24 +111,21 @@ def result_text(block: dict[str, Any]) -> str:
 # -- the server ----------------------------------------------------------------------------------
 
 
-class ScriptedServer:
+class ScriptedServer(LocalServer):
     """``POST /v1/messages`` answered by ``script(body)``; start/stop or use as a context manager."""
 
     def __init__(self, script: Script) -> None:
+        super().__init__()
         self.script = script
         self.requests: list[Recorded] = []
         self.errors: list[str] = []
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
-        assert self._httpd is not None, "server not started"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{self.host}:{self.port}"
 
-    def start(self) -> ScriptedServer:
+    def handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -182,20 +181,4 @@ class ScriptedServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a time-out); nothing to answer
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self) -> ScriptedServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return Handler

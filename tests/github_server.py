@@ -42,9 +42,11 @@ import re
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from local_server import LocalServer
 
 ACTIONS_BOT = "github-actions[bot]"
 COMMENT_LIMIT = 65_536
@@ -149,19 +151,16 @@ class _Error(Exception):
             self.payload["errors"] = errors
 
 
-class FakeGitHub:
+class FakeGitHub(LocalServer):
     """The server; ``start``/``stop`` or a context manager. ``url`` is the root, ``enterprise_url`` has /api/v3."""
 
     def __init__(self, state: GitHubState | None = None, host: str = "127.0.0.1") -> None:
+        super().__init__()
         self.state = state or GitHubState()
         self.host = host
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None, "server not started"
-        return self._httpd.server_address[1]
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        return _handler(self.state)
 
     @property
     def url(self) -> str:
@@ -171,26 +170,6 @@ class FakeGitHub:
     @property
     def enterprise_url(self) -> str:
         return self.url + ENTERPRISE_PREFIX
-
-    def start(self) -> FakeGitHub:
-        self._httpd = ThreadingHTTPServer((self.host, 0), _handler(self.state))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True, name="fake-github")
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self) -> FakeGitHub:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def start(state: GitHubState | None = None, host: str = "127.0.0.1") -> tuple[str, GitHubState]:

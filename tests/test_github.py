@@ -322,7 +322,7 @@ def test_cli_comment_needs_a_scored_run(gh_env, tmp_path):
         invoke("comment", str(tmp_path / "run"), "--pr", "1")
 
 
-@pytest.mark.parametrize("status, state", [("finished", "success"), ("stopped", "failure"), ("running", "error")])
+@pytest.mark.parametrize("status, state", [("finished", "success"), ("stopped", "failure"), ("running", "pending")])
 def test_cli_status(server, gh_env, tmp_path, status, state):
     run = make_run(tmp_path / "run", status=status, stop_reason="agent crashed at step 2" if status == "stopped" else None)
     result = invoke("status", str(run), "--sha", SHA, "--target-url", "https://github.example/run/5")
