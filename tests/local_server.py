@@ -4,18 +4,20 @@ random port, in a daemon thread, as a context manager."""
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-class LocalServer:
+class LocalServer(ABC):
     host = "127.0.0.1"
 
     def __init__(self) -> None:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
+    @abstractmethod
     def handler(self) -> type[BaseHTTPRequestHandler]:
-        raise NotImplementedError
+        """The request handler class, bound to this server's state."""
 
     @property
     def port(self) -> int:
