@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
+from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from swechain_ci import trees
@@ -103,10 +104,6 @@ def normalize_name(name: str) -> str:
 def normalize_version(version: str) -> str:
     """PEP 440 normal form when the version parses, else lowercase text."""
     try:
-        from packaging.version import InvalidVersion, Version
-    except ImportError:  # pragma: no cover - packaging comes with pytest and pip
-        return version.strip().lower()
-    try:
         return str(Version(version))
     except InvalidVersion:
         return version.strip().lower()
@@ -114,15 +111,9 @@ def normalize_version(version: str) -> str:
 
 def _version_key(version: str):
     try:
-        from packaging.version import InvalidVersion, Version
-
-        try:
-            return (1, Version(version), version)
-        except InvalidVersion:
-            pass
-    except ImportError:  # pragma: no cover
-        pass
-    return (0, None, version)
+        return (1, Version(version), version)
+    except InvalidVersion:
+        return (0, None, version)
 
 
 def _sorted_versions(versions) -> list[str]:
