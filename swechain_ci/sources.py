@@ -373,58 +373,6 @@ def _common_top(names: list[PurePosixPath], dirs: set[PurePosixPath]) -> str | N
     return top
 
 
-class _Extractor:
-    """Writes members below ``dest``, refusing anything that would leave it."""
-
-    def __init__(self, dest: Path, archive: Path) -> None:
-        self.dest = dest
-        self.root = dest.resolve()
-        self.archive = archive
-        self.total = 0
-
-    def target(self, rel: PurePosixPath) -> Path | None:
-        target = self.dest / rel
-        parent = target.parent.resolve()
-        # A parent that is a symlink must not lead out of the tree.
-        if os.path.commonpath([str(self.root), str(parent)]) != str(self.root):
-            return None
-        return target
-
-    def add_bytes(self, size: int) -> None:
-        self.total += size
-        if self.total > MAX_SOURCE_BYTES:
-            raise SwechainError(f"{self.archive}: unpacks to more than {MAX_SOURCE_BYTES // 2**20} MiB")
-
-    def directory(self, rel: PurePosixPath) -> None:
-        target = self.target(rel)
-        if target is not None and not target.is_symlink():
-            target.mkdir(parents=True, exist_ok=True)
-
-    def file(self, rel: PurePosixPath, source, size: int, executable: bool) -> None:
-        target = self.target(rel)
-        if target is None:
-            return
-        self.add_bytes(size)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_symlink() or target.exists():
-            if target.is_dir() and not target.is_symlink():
-                return
-            target.unlink()
-        with open(target, "wb") as out:
-            if source is not None:
-                shutil.copyfileobj(source, out)
-        target.chmod(0o755 if executable else 0o644)
-
-    def symlink(self, rel: PurePosixPath, link: str) -> None:
-        target = self.target(rel)
-        if target is None or target.exists() or target.is_symlink():
-            return
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(link, target)
-        if not trees.link_stays_inside(self.root, self.root / rel):
-            target.unlink()
-
-
 def unpack_archive(archive: Path, dest: Path) -> None:
     """Unpack an sdist (tar or zip) into ``dest``, stripping its single top-level folder.
 
@@ -434,7 +382,7 @@ def unpack_archive(archive: Path, dest: Path) -> None:
     Empty files are kept.
     """
     dest.mkdir(parents=True, exist_ok=True)
-    out = _Extractor(dest, archive)
+    out = trees.SafeWriter(dest, MAX_SOURCE_BYTES, f"{archive} unpacked")
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as zf:
             infos = [(i, _member_path(i.filename)) for i in zf.infolist()]

@@ -115,6 +115,53 @@ def pack(root: Path, prefix: str, uid: int = 0, gid: int = 0) -> bytes:
     return buffer.getvalue()
 
 
+class SafeWriter:
+    """Writes archive members below ``dest``, refusing anything that would leave it:
+    paths through a link out of the tree, links that point out, more than ``limit`` bytes."""
+
+    def __init__(self, dest: Path, limit: int, what: str) -> None:
+        self.dest, self.root, self.limit, self.what = dest, dest.resolve(), limit, what
+        self.total = 0
+
+    def target(self, rel: PurePosixPath) -> Path | None:
+        target = self.dest / rel
+        parent = target.parent.resolve()
+        if os.path.commonpath([str(self.root), str(parent)]) != str(self.root):
+            return None
+        return target
+
+    def directory(self, rel: PurePosixPath) -> None:
+        target = self.target(rel)
+        if target is not None and not target.is_symlink():
+            target.mkdir(parents=True, exist_ok=True)
+
+    def file(self, rel: PurePosixPath, source, size: int, executable: bool) -> None:
+        target = self.target(rel)
+        if target is None:
+            return
+        self.total += size
+        if self.total > self.limit:
+            raise SwechainError(f"{self.what} exceeds {self.limit // 2**20} MiB")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink() or target.exists():
+            if target.is_dir() and not target.is_symlink():
+                return
+            target.unlink()
+        with open(target, "wb") as out:
+            if source is not None:
+                shutil.copyfileobj(source, out)
+        target.chmod(0o755 if executable else 0o644)
+
+    def symlink(self, rel: PurePosixPath, link: str) -> None:
+        target = self.target(rel)
+        if target is None or target.exists() or target.is_symlink():
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(link, target)
+        if not link_stays_inside(self.root, self.root / rel):
+            target.unlink()
+
+
 def unpack_untrusted(chunks, dest: Path, strip: str) -> None:
     """Extract a tar stream that an agent produced, keeping only what is safe.
 
@@ -128,8 +175,7 @@ def unpack_untrusted(chunks, dest: Path, strip: str) -> None:
         if data.tell() > MAX_TREE_BYTES * 2:
             raise SwechainError(f"the agent's code tree exceeds {MAX_TREE_BYTES // 2**20} MiB")
     data.seek(0)
-    total = 0
-    root = dest.resolve()
+    out = SafeWriter(dest, MAX_TREE_BYTES, "the agent's code tree")
     with tarfile.open(fileobj=data, mode="r") as tar:
         for member in tar:
             name = PurePosixPath(member.name)
@@ -137,22 +183,12 @@ def unpack_untrusted(chunks, dest: Path, strip: str) -> None:
                 name = PurePosixPath(*name.parts[1:]) if len(name.parts) > 1 else PurePosixPath(".")
             if str(name) == "." or name.is_absolute() or ".." in name.parts or is_junk(name):
                 continue
-            target = dest / name
             if member.isdir():
-                target.mkdir(parents=True, exist_ok=True)
+                out.directory(name)
             elif member.isreg():
-                total += member.size
-                if total > MAX_TREE_BYTES:
-                    raise SwechainError(f"the agent's code tree exceeds {MAX_TREE_BYTES // 2**20} MiB")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                source = tar.extractfile(member)
-                target.write_bytes(source.read() if source else b"")
-                target.chmod(0o755 if member.mode & 0o111 else 0o644)
+                out.file(name, tar.extractfile(member), member.size, bool(member.mode & 0o111))
             elif member.issym():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.symlink(member.linkname, target)
-                if not link_stays_inside(root, target):
-                    target.unlink()
+                out.symlink(name, member.linkname)
 
 
 def git(*args: str, cwd: Path | None = None, input: bytes | None = None) -> bytes:
