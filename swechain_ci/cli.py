@@ -146,7 +146,7 @@ def chain_compare(
 @app.command("run")
 def run(
     chain: Annotated[str, typer.Option(help="chain id or path")],
-    agent: Annotated[str, typer.Option(help="oracle, noop or replay:<patch folder>")],
+    agent: Annotated[str, typer.Option(help="oracle, noop, replay:<patch folder>, an agents/<name>.yaml name or a manifest path")],
     output: Annotated[Path, typer.Option(help="results folder; an unfinished run there resumes")],
     spec_level: Annotated[str | None, typer.Option(help="specification level (default: the chain's)")] = None,
     steps: Annotated[str | None, typer.Option(help="only steps A-B (1-based), e.g. 9-13; default all")] = None,

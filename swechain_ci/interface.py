@@ -50,10 +50,6 @@ class ApiName(Strict):
     bases: list[str] = []  # classes only, as written
     defined_in: str | None = None  # the module that defines it, when it is re-exported from another
 
-    @property
-    def qualname(self) -> str:
-        return f"{self.module}.{self.name}"
-
 
 class ModuleRename(Strict):
     old: str

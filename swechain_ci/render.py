@@ -13,11 +13,11 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from swechain_ci.chain import Chain, load_chain
 from swechain_ci.changelog import ReleaseNotes, ReleaseTask, chain_release_notes
-from swechain_ci.errors import SwechainError, describe_validation
+from swechain_ci.errors import SwechainError
 from swechain_ci.interface import InterfaceChanges, chain_interface_changes, render_interface
 from swechain_ci.records import write_text
 from swechain_ci.specs import spec_path
@@ -242,15 +242,3 @@ def render_chain(chain: Chain | str, level: str = "L1", interface: bool = True) 
         md = spec_path(chain, prev, next_, "L1")
         _check_overwritable(md, md.with_suffix(".json"))
     return [write_l1(chain, prev, next_, interface) for prev, next_ in chain.steps]
-
-
-def load_l1(path: Path) -> L1Spec:
-    """An ``L1.json`` read back and validated."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SwechainError(f"{path}: cannot read the L1 specification ({exc}); render it with `{GENERATOR}`") from None
-    try:
-        return L1Spec.model_validate_json(text)
-    except ValidationError as exc:
-        raise SwechainError(f"{describe_validation(str(path), exc)} (render it again with `{GENERATOR}`)") from None

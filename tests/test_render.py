@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from swechain_ci.chain import load_chain
 from swechain_ci.errors import SwechainError
+from swechain_ci.records import read_model
 from swechain_ci.render import (
     GENERATED_MARKER,
     L1Spec,
-    load_l1,
     render_chain,
     render_l1,
     rst_to_markdown,
@@ -117,7 +117,7 @@ def test_files_are_written_and_hand_written_specs_are_never_overwritten(project)
     assert manual.read_text() == before
     md, js, spec = written[0]
     assert md.read_text().startswith(GENERATED_MARKER)
-    assert load_l1(js) == spec
+    assert read_model(js, L1Spec) == spec
     assert [t.text.split(" ")[0] for t in spec.release_notes.tasks] == ["`unique_slug(text,", "`truncate()`"]
     write_l1(chain, "0.1.0", "0.2.0")  # a generated file may be rendered again
 
@@ -176,7 +176,7 @@ def test_generated_pyjwt_specs_are_present_and_current():
     counts = {}
     for prev, next_ in chain.steps:
         folder = REPO / "specs" / "pyjwt" / f"{prev}-{next_}"
-        spec = load_l1(folder / "L1.json")
+        spec = read_model(folder / "L1.json", L1Spec)
         assert (folder / "L1.md").read_text().startswith(GENERATED_MARKER)
         assert (spec.prev_version, spec.next_version, spec.release_notes.found) == (prev, next_, True)
         counts[next_] = len(spec.release_notes.tasks)
