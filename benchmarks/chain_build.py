@@ -56,10 +56,11 @@ def image_disk_use(chain: str) -> tuple[int, float]:
 
 
 def container_vs_bare(chain_id: str, steps: str | None) -> tuple[float, float]:
-    from swechain_ci import environments, images, sources
-    from swechain_ci.chain import load_chain
-    from swechain_ci.evaluate import evaluate
-    from swechain_ci.sandbox import DockerSandbox
+    from swechain_ci.chain import environments, sources
+    from swechain_ci.chain.definition import load_chain
+    from swechain_ci.containers import images
+    from swechain_ci.containers.sandbox import DockerSandbox
+    from swechain_ci.evaluation.evaluate import evaluate
 
     chain = load_chain(chain_id).select_steps(steps)
     version = chain.versions[-1]

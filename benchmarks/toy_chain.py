@@ -15,11 +15,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from swechain_ci import images, oracle, sources
-from swechain_ci.chain import load_chain
-from swechain_ci.evaluate import evaluate
+from swechain_ci.chain import sources
+from swechain_ci.chain.definition import load_chain
+from swechain_ci.containers import images
+from swechain_ci.containers.sandbox import DockerSandbox
+from swechain_ci.evaluation import oracle
+from swechain_ci.evaluation.evaluate import evaluate
 from swechain_ci.run import run_chain
-from swechain_ci.sandbox import DockerSandbox
 
 
 def main(repeats: int) -> None:

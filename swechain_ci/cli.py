@@ -10,8 +10,8 @@ import typer
 from tabulate import tabulate
 
 from swechain_ci.errors import SwechainError
-from swechain_ci.ci_cli import ci_app
-from swechain_ci.specs_cli import specs_app
+from swechain_ci.github.cli import ci_app
+from swechain_ci.specs.cli import specs_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__, pretty_exceptions_enable=False)
 chain_app = typer.Typer(no_args_is_help=True, help="Chain definitions and their oracles.")
@@ -63,8 +63,8 @@ def agents_list() -> None:
 @chain_app.command("list")
 def chain_list() -> None:
     """List the chains in chains/."""
-    from swechain_ci.chain import available_chains, load_chain
-    from swechain_ci.specs import levels_available
+    from swechain_ci.chain.definition import available_chains, load_chain
+    from swechain_ci.specs.store import levels_available
 
     rows = []
     for name in available_chains():
@@ -81,9 +81,10 @@ def chain_build(
     steps: Annotated[str | None, typer.Option(help="only steps A-B (1-based), e.g. 9-13")] = None,
 ) -> None:
     """Build the chain's images and oracle: which hidden tests each step must make pass."""
-    from swechain_ci import images, oracle
-    from swechain_ci.chain import load_chain
-    from swechain_ci.sandbox import DockerSandbox
+    from swechain_ci.chain.definition import load_chain
+    from swechain_ci.containers import images
+    from swechain_ci.containers.sandbox import DockerSandbox
+    from swechain_ci.evaluation import oracle
 
     loaded = load_chain(chain).select_steps(steps)
     sandbox = DockerSandbox()
@@ -98,8 +99,8 @@ def chain_diff(
     steps: Annotated[str | None, typer.Option(help="only steps A-B (1-based)")] = None,
 ) -> None:
     """The three-way diff per step (code, tests, others): statistics, and where the diffs are."""
-    from swechain_ci.chain import load_chain
-    from swechain_ci.diffs import chain_diffs, diff_folder
+    from swechain_ci.chain.definition import load_chain
+    from swechain_ci.chain.diffs import chain_diffs, diff_folder
 
     loaded = load_chain(chain).select_steps(steps)
     rows = []
@@ -118,9 +119,9 @@ def chain_compare(
     details: Annotated[bool, typer.Option(help="list the tests each side alone counts")] = True,
 ) -> None:
     """Agreement per step between our upgrade-related tests and the reference's."""
-    from swechain_ci import oracle
-    from swechain_ci.chain import load_chain
-    from swechain_ci.compare import compare
+    from swechain_ci.chain.definition import load_chain
+    from swechain_ci.evaluation import oracle
+    from swechain_ci.evaluation.compare import compare
     from swechain_ci.models import ChainOracle
     from swechain_ci.records import read_model
 
@@ -156,9 +157,9 @@ def run(
     max_steps: Annotated[int | None, typer.Option(min=1, help="run at most this many steps, then pause")] = None,
 ) -> None:
     """Run a full chain with one agent, building whatever is not built yet, and print the scorecard."""
-    from swechain_ci.branches import RunBranch
-    from swechain_ci.report import render
+    from swechain_ci.github.branches import RunBranch
     from swechain_ci.run import run_chain
+    from swechain_ci.scoring.report import render
 
     branch = RunBranch(git_repo, git_branch, push) if git_branch else None
     typer.echo(render(run_chain(chain, agent, output, spec_level, steps, branch, max_steps)))
@@ -167,8 +168,8 @@ def run(
 @app.command("score")
 def score(output: Annotated[Path, typer.Argument(help="a run's results folder")]) -> None:
     """Re-score stored results without Docker; rewrites scorecard.json and scorecard.md."""
-    from swechain_ci.report import render
     from swechain_ci.run import rescore
+    from swechain_ci.scoring.report import render
 
     typer.echo(render(rescore(output)))
 
@@ -178,7 +179,7 @@ def report(output: Annotated[Path, typer.Argument(help="a run's results folder")
     """Print a run's scorecard."""
     from swechain_ci.models import Scorecard
     from swechain_ci.records import read_model
-    from swechain_ci.report import render
+    from swechain_ci.scoring.report import render
 
     typer.echo(render(read_model(output / "scorecard.json", Scorecard)))
 

@@ -18,24 +18,47 @@ import time
 import uuid
 from pathlib import Path
 
-from swechain_ci import images as image_builds
-from swechain_ci import oracle as oracles
-from swechain_ci import progress, sources, trees
+from swechain_ci import progress
 from swechain_ci.agents import resolve_agent
-from swechain_ci.agents.base import FIX_REPORT_FILE, PROMPT_FILE, SPEC_FILE, Agent, PhaseContext, Workspace
+from swechain_ci.agents.base import (
+    FIX_REPORT_FILE,
+    PROMPT_FILE,
+    SPEC_FILE,
+    Agent,
+    PhaseContext,
+    Workspace,
+)
+from swechain_ci.agents.image import ensure_agent_image
 from swechain_ci.agents.manifest import AgentManifest
-from swechain_ci.branches import RunBranch
-from swechain_ci.chain import Chain, load_chain
+from swechain_ci.chain import sources, trees
+from swechain_ci.chain.definition import Chain, load_chain
+from swechain_ci.containers import images as image_builds
+from swechain_ci.containers.sandbox import DockerSandbox, single_file_tar
 from swechain_ci.errors import SwechainError
-from swechain_ci.evaluate import evaluate
-from swechain_ci.fix_report import build_report
-from swechain_ci.models import AgentOutcome, ChainOracle, PhaseRecord, RunRecord, Scorecard, Status, StepOracle, StepRecord, TestRun
-from swechain_ci.outcomes import has_execution_error, resolve
+from swechain_ci.evaluation import oracle as oracles
+from swechain_ci.evaluation.evaluate import evaluate
+from swechain_ci.evaluation.outcomes import (
+    has_execution_error,
+    resolve,
+    scored_universe,
+)
+from swechain_ci.github.branches import RunBranch
+from swechain_ci.models import (
+    AgentOutcome,
+    ChainOracle,
+    PhaseRecord,
+    RunRecord,
+    Scorecard,
+    Status,
+    StepOracle,
+    StepRecord,
+    TestRun,
+)
 from swechain_ci.records import read_model, write_bytes, write_model, write_text
-from swechain_ci.report import write_scorecard
-from swechain_ci.sandbox import DockerSandbox, single_file_tar
-from swechain_ci.score import categorize, count, scorecard, scored_universe
-from swechain_ci.specs import load_specs
+from swechain_ci.scoring.fix_report import build_report
+from swechain_ci.scoring.report import write_scorecard
+from swechain_ci.scoring.score import categorize, count, scorecard
+from swechain_ci.specs.store import load_specs
 
 PROMPTS = Path(__file__).resolve().parent / "agents" / "prompts"
 ARCHIVE_DIR = "/archive"
@@ -229,7 +252,7 @@ class ChainRun:
         removed = self.sandbox.remove_labelled(self.labels)
         if removed:
             progress.say(f"removed {removed} container(s) left by an interrupted run")
-        agent_image = image_builds.ensure_agent_image(self.sandbox, self.chain, self.images, self.manifest)
+        agent_image = ensure_agent_image(self.sandbox, self.chain, self.images, self.manifest)
         container = self.sandbox.start_agent_container(
             agent_image, self.chain.config.limits, self.labels, network=agent_network(self.manifest)
         )

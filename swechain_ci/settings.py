@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+HARNESS_DIR = PACKAGE_DIR / "evaluation" / "harness"  # copied into every test image
 
 
 def project_root() -> Path:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO, load_json, run_cli
+
 from swechain_ci.agents.cli import placeholder_values, render_command
 from swechain_ci.agents.manifest import parse_manifest
 from swechain_ci.errors import SwechainError

@@ -14,18 +14,29 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from anthropic_server import (
-    Reply, ScriptedServer, first_user_text, message, result_text, text, tool_results, tool_use, turns_taken, usage,
+    Reply,
+    ScriptedServer,
+    first_user_text,
+    message,
+    result_text,
+    text,
+    tool_results,
+    tool_use,
+    turns_taken,
+    usage,
 )
 from conftest import REPO, load_json, run_cli
-from swechain_ci.agents.anthropic import AnthropicAgent, Price, TokenUsage, load_prices
+
+from swechain_ci.agents.anthropic import AnthropicAgent
 from swechain_ci.agents.base import PhaseContext, Workspace
+from swechain_ci.agents.image import ensure_agent_image
 from swechain_ci.agents.manifest import AgentLimits, AgentManifest, parse_manifest
-from swechain_ci.chain import load_chain
+from swechain_ci.agents.prices import Price, TokenUsage, load_prices
+from swechain_ci.chain.definition import load_chain
+from swechain_ci.containers.images import ensure_images
+from swechain_ci.containers.sandbox import DockerSandbox
 from swechain_ci.errors import SwechainError
-from swechain_ci.images import ensure_agent_image, ensure_images
-from swechain_ci.sandbox import DockerSandbox
 
 MANIFEST = REPO / "agents" / "claude-reference.yaml"
 TOY = REPO / "chains" / "toy" / "versions"

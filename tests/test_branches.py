@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, load_json, run_cli
 
 pytestmark = pytest.mark.docker

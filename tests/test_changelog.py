@@ -10,8 +10,9 @@ from collections import Counter
 
 import pytest
 
-from swechain_ci.chain import load_chain
-from swechain_ci.changelog import (
+from swechain_ci.chain.definition import load_chain
+from swechain_ci.chain.sources import materialize
+from swechain_ci.specs.changelog import (
     ReleaseNotes,
     chain_release_notes,
     extract_references,
@@ -19,7 +20,6 @@ from swechain_ci.changelog import (
     find_changelog,
     release_notes,
 )
-from swechain_ci.sources import materialize
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ import hashlib
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
 
 NO_DOCKER = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}

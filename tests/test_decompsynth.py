@@ -17,17 +17,29 @@ import re
 from pathlib import Path
 
 import pytest
+from anthropic_server import (
+    ScriptedServer,
+    first_user_text,
+    message,
+    result_text,
+    tool_results,
+    tool_use,
+    usage,
+)
 from typer.testing import CliRunner
 
-from anthropic_server import ScriptedServer, first_user_text, message, result_text, tool_results, tool_use, usage
-from swechain_ci.chain import load_chain
-from swechain_ci.decompsynth import (
-    DecompSynthRecord, Hunk, Usage, batch_hunks, parse_hunks, record_path, synth_chain,
-)
-from swechain_ci.diffs import read_diff
+from swechain_ci.chain.definition import load_chain
+from swechain_ci.chain.diffs import read_diff
 from swechain_ci.errors import SwechainError
 from swechain_ci.records import read_model
-from swechain_ci.specs_cli import specs_app
+from swechain_ci.specs.cli import specs_app
+from swechain_ci.specs.decompsynth import (
+    DecompSynthRecord,
+    Usage,
+    record_path,
+    synth_chain,
+)
+from swechain_ci.specs.hunks import Hunk, batch_hunks, parse_hunks
 
 MODEL = "claude-sonnet-4-6"
 SCRIPTED_USAGE = usage(input_tokens=1000, output_tokens=200, cache_write=100, cache_read=500)

@@ -7,9 +7,9 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from swechain_ci import diffs, trees
-from swechain_ci.chain import Chain, ChainConfig
-from swechain_ci.diffs import DiffPart, StepDiff, part_of
+from swechain_ci.chain import diffs, trees
+from swechain_ci.chain.definition import Chain, ChainConfig
+from swechain_ci.chain.diffs import DiffPart, StepDiff, part_of
 
 V1 = {
     "PKG-INFO": "Metadata-Version: 2.1\nVersion: 1\n",

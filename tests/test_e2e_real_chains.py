@@ -7,9 +7,9 @@ The full chains are the documented commands `swechain-ci chain build <id>` and
 from __future__ import annotations
 
 import pytest
-
 from conftest import load_json, run_cli
-from swechain_ci.chain import load_chain
+
+from swechain_ci.chain.definition import load_chain
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 REAL_CHAINS = ["pyjwt", "jinja2"]

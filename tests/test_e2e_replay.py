@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, load_json, run_cli
-from swechain_ci import trees
+
+from swechain_ci.chain import trees
 
 pytestmark = pytest.mark.docker
 TOY = REPO / "chains" / "toy" / "versions"

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import CLI, REPO, load_json, run_cli
 
 pytestmark = pytest.mark.docker

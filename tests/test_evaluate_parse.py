@@ -12,8 +12,13 @@ import json
 
 import pytest
 
-from swechain_ci import outcomes
-from swechain_ci.evaluate import distrust, parse, stage_status, stream_statuses
+from swechain_ci.evaluation import outcomes
+from swechain_ci.evaluation.evaluate import (
+    distrust,
+    parse,
+    stage_status,
+    stream_statuses,
+)
 from swechain_ci.models import FailedImport, Status
 from swechain_ci.models import TestRun as HiddenRun
 

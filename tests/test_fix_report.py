@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from swechain_ci.fix_report import build_report, error_messages, normalise
 from swechain_ci.models import FailedImport, Status
 from swechain_ci.models import TestRun as HiddenRun
+from swechain_ci.scoring.fix_report import build_report, error_messages, normalise
 
 P, F, E = Status.passed, Status.failed, Status.error
 

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from github_server import ACTIONS_BOT, FakeGitHub, GitHubState, start
 from typer.testing import CliRunner
 
-from github_server import ACTIONS_BOT, FakeGitHub, GitHubState, start
-from swechain_ci.ci_cli import ci_app
 from swechain_ci.errors import SwechainError
-from swechain_ci.github import (
+from swechain_ci.github.cli import ci_app
+from swechain_ci.github.reporting import (
     COMMENT_LIMIT,
     SUMMARY_LIMIT,
     GitHubConfig,

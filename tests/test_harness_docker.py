@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from swechain_ci import images, sources
-from swechain_ci.chain import Chain, PytestQuirks, load_chain
-from swechain_ci.evaluate import evaluate
+from swechain_ci.chain import sources
+from swechain_ci.chain.definition import Chain, PytestQuirks, load_chain
+from swechain_ci.containers import images
+from swechain_ci.containers.sandbox import DockerSandbox
+from swechain_ci.evaluation.evaluate import evaluate
+from swechain_ci.evaluation.outcomes import has_execution_error, resolve
 from swechain_ci.models import Status
-from swechain_ci.outcomes import has_execution_error, resolve
-from swechain_ci.sandbox import DockerSandbox
 
 pytestmark = pytest.mark.docker
 LABELS = {"swechain-ci.test": "harness"}

@@ -10,7 +10,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from swechain_ci.harness import run_hidden_tests as harness
+from swechain_ci.evaluation.harness import run_hidden_tests as harness
 
 HARNESS_DIR = Path(harness.__file__).parent
 

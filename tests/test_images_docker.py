@@ -6,9 +6,9 @@ import subprocess
 
 import pytest
 
-from swechain_ci import images
-from swechain_ci.chain import load_chain
-from swechain_ci.sandbox import DockerSandbox
+from swechain_ci.chain.definition import load_chain
+from swechain_ci.containers import images
+from swechain_ci.containers.sandbox import DockerSandbox
 
 pytestmark = pytest.mark.docker
 

@@ -8,16 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from swechain_ci.chain import load_chain
+from swechain_ci.chain.definition import load_chain
 from swechain_ci.errors import SwechainError
-from swechain_ci.interface import (
+from swechain_ci.specs.api_scan import Resolver, render_parameters, scan_package
+from swechain_ci.specs.interface import (
     InterfaceChanges,
-    Resolver,
     chain_interface_changes,
     compare_trees,
     render_interface,
-    render_parameters,
-    scan_package,
 )
 
 

@@ -9,11 +9,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from swechain_ci.ci_cli import ci_app
 from swechain_ci.errors import SwechainError
-from swechain_ci.leaderboard import Leaderboard, build_leaderboard, render_markdown, write_leaderboard
+from swechain_ci.github.cli import ci_app
 from swechain_ci.models import Metrics, Scorecard, StepScore
 from swechain_ci.records import write_model
+from swechain_ci.scoring.leaderboard import (
+    Leaderboard,
+    build_leaderboard,
+    render_markdown,
+    write_leaderboard,
+)
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

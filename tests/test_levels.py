@@ -6,12 +6,19 @@ import json
 
 import pytest
 
-from swechain_ci.changelog import Reference, ReleaseNotes, ReleaseTask
-from swechain_ci.chain import load_chain
+from swechain_ci.chain.definition import load_chain
 from swechain_ci.errors import SwechainError
-from swechain_ci.interface import ApiName, InterfaceChanges
-from swechain_ci.levels import (
-    LevelSpec, SpecTask, TaskSet, TaskSpec, build_level, parse_levels, render_level_markdown, write_level,
+from swechain_ci.specs.changelog import Reference, ReleaseNotes, ReleaseTask
+from swechain_ci.specs.interface import ApiName, InterfaceChanges
+from swechain_ci.specs.levels import (
+    LevelSpec,
+    SpecTask,
+    TaskSet,
+    TaskSpec,
+    build_level,
+    parse_levels,
+    render_level_markdown,
+    write_level,
 )
 
 NOTES = ReleaseNotes(

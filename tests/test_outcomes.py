@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from swechain_ci.evaluation.outcomes import has_execution_error, is_under, resolve
 from swechain_ci.models import FailedImport, Status
 from swechain_ci.models import TestRun as HiddenRun
-from swechain_ci.outcomes import has_execution_error, is_under, resolve
 
 P, F, E = Status.passed, Status.failed, Status.error
 S, XF, XP = Status.skipped, Status.xfailed, Status.xpassed

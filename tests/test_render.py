@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from swechain_ci.chain import load_chain
+from swechain_ci.chain.definition import load_chain
 from swechain_ci.errors import SwechainError
 from swechain_ci.records import read_model
-from swechain_ci.render import (
+from swechain_ci.specs.cli import specs_app
+from swechain_ci.specs.render import (
     GENERATED_MARKER,
     L1Spec,
     render_chain,
@@ -20,7 +21,6 @@ from swechain_ci.render import (
     rst_to_markdown,
     write_l1,
 )
-from swechain_ci.specs_cli import specs_app
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -17,9 +17,18 @@ from swechain_ci.models import (
     RunRecord,
     Status,
     StepRecord,
+)
+from swechain_ci.models import (
     TestRun as HiddenRun,
 )
-from swechain_ci.score import categorize, chain_metrics, count, score_step, scorecard, step_metrics
+from swechain_ci.scoring.score import (
+    categorize,
+    chain_metrics,
+    count,
+    score_step,
+    scorecard,
+    step_metrics,
+)
 
 P, F, E = Status.passed, Status.failed, Status.error
 S, XF, XP = Status.skipped, Status.xfailed, Status.xpassed

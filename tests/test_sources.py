@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from swechain_ci import sources
-from swechain_ci.chain import Chain, ChainConfig
+from swechain_ci.chain import sources
+from swechain_ci.chain.definition import Chain, ChainConfig
+from swechain_ci.chain.sources import split
 from swechain_ci.errors import SwechainError
-from swechain_ci.sources import split
 
 
 def chain(folder: Path) -> Chain:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from swechain_ci import sources
-from swechain_ci.chain import Chain, ChainConfig
+from swechain_ci.chain import sources
+from swechain_ci.chain.definition import Chain, ChainConfig
 from swechain_ci.errors import SwechainError
 
 PYJWT_2_10_0_SHA256 = "7628a7eb7938959ac1b26e819a1df0fd3259505627b575e4bad6d08f76db695c"

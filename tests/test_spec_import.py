@@ -8,11 +8,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from swechain_ci.chain import load_chain
+from swechain_ci.chain.definition import load_chain
 from swechain_ci.errors import SwechainError
-from swechain_ci.levels import LevelSpec
-from swechain_ci.spec_import import import_specs, match_step, parse_markdown, same_version
-from swechain_ci.specs_cli import specs_app
+from swechain_ci.specs.cli import specs_app
+from swechain_ci.specs.levels import LevelSpec
+from swechain_ci.specs.published import (
+    import_specs,
+    match_step,
+    parse_markdown,
+    same_version,
+)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "swe_chain_specs" / "toyslug_specs_chain.jsonl"
 

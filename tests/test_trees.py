@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from swechain_ci import trees
+from swechain_ci.chain import trees
 from swechain_ci.errors import SwechainError
 
 

@@ -1,4 +1,9 @@
-"""Agents, resolved from a name: a built-in, a manifest in agents/, or a manifest path."""
+"""Stage 4, agents: manifests (manifest), the protocol and workspace (base), the built-in, cli
+and reference agents (builtin, cli, anthropic with its tools and prices) and the agent image
+(image). Agents are resolved here from a name: a built-in, a manifest in agents/, or a path.
+
+Imports: the chain, containers and evaluation stages and the foundation modules.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,12 @@ from pathlib import Path
 from swechain_ci.agents.base import Agent
 from swechain_ci.agents.builtin import NoopAgent, OracleAgent, ReplayAgent
 from swechain_ci.agents.cli import CliAgent
-from swechain_ci.agents.manifest import AgentManifest, agents_dir, available_manifests, parse_manifest
+from swechain_ci.agents.manifest import (
+    AgentManifest,
+    agents_dir,
+    available_manifests,
+    parse_manifest,
+)
 from swechain_ci.errors import SwechainError
 
 BUILTIN_NAMES = ("oracle", "noop")

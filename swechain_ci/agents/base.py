@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
-from swechain_ci import trees
-from swechain_ci.chain import Chain
-from swechain_ci.models import AgentOutcome
 from swechain_ci.agents.manifest import AgentLimits
-from swechain_ci.sandbox import AGENT_UID, AgentContainer, CommandOutcome
+from swechain_ci.chain import trees
+from swechain_ci.chain.definition import Chain
+from swechain_ci.containers.sandbox import AGENT_UID, AgentContainer, CommandOutcome
+from swechain_ci.models import AgentOutcome
 
 CODE_DIR = "/app/code"
 SPEC_FILE = "/app/SPEC.md"

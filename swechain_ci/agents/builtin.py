@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from swechain_ci import sources, trees
 from swechain_ci.agents.base import PhaseContext, apply_in_workspace
+from swechain_ci.chain import sources, trees
 from swechain_ci.errors import SwechainError
 from swechain_ci.models import AgentOutcome
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import shlex
 
-from swechain_ci.agents.base import CODE_DIR, FIX_REPORT_FILE, PROMPT_FILE, SPEC_FILE, PhaseContext
+from swechain_ci.agents.base import (
+    CODE_DIR,
+    FIX_REPORT_FILE,
+    PROMPT_FILE,
+    SPEC_FILE,
+    PhaseContext,
+)
 from swechain_ci.agents.manifest import AgentManifest
 from swechain_ci.models import AgentOutcome
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from swechain_ci.chain import Chain
+from swechain_ci.chain.definition import Chain
 from swechain_ci.errors import SwechainError
 from swechain_ci.settings import project_root
 

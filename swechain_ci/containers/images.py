@@ -1,4 +1,4 @@
-"""Images per chain: base -> dependencies -> one per version, plus the agent image.
+"""Images per chain: base -> dependencies -> one per version (the agent image builds on them).
 
 Every image is tagged with a hash of its inputs (recipe, parent image, files),
 so it is built once and rebuilt only when an input changes.
@@ -7,7 +7,6 @@ so it is built once and rebuilt only when an input changes.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -15,16 +14,21 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from swechain_ci import environments as environments_of
-from swechain_ci import progress, sources, trees
-from swechain_ci.environments import IMAGE_PLATFORMS, platform_options
-from swechain_ci.agents.manifest import AgentManifest, agents_dir
-from swechain_ci.chain import Chain
+from swechain_ci import progress
+from swechain_ci.chain import environments as environments_of
+from swechain_ci.chain import sources, trees
+from swechain_ci.chain.definition import Chain
+from swechain_ci.chain.environments import IMAGE_PLATFORMS, platform_options
+from swechain_ci.containers.sandbox import DockerSandbox
 from swechain_ci.errors import SwechainError
-from swechain_ci.sandbox import DockerSandbox
-from swechain_ci.settings import DEFAULT_BASE_IMAGE, PACKAGE_DIR, base_image, project_root, state_home
+from swechain_ci.settings import (
+    DEFAULT_BASE_IMAGE,
+    HARNESS_DIR,
+    base_image,
+    project_root,
+    state_home,
+)
 
-HARNESS_DIR = PACKAGE_DIR / "harness"
 DEBIAN_PACKAGES = "python3,python3-venv,python3-pip,git,ca-certificates"
 
 
@@ -154,30 +158,3 @@ def ensure_images(sandbox: DockerSandbox, chain: Chain) -> ChainImages:
         deps[version] = by_pins[tuple(pins)]
     versions = {v: ensure_version(sandbox, chain, deps[v], v) for v in chain.versions}
     return ChainImages(deps, versions, environments)
-
-
-def ensure_agent_image(sandbox: DockerSandbox, chain: Chain, images: ChainImages, manifest: AgentManifest) -> str:
-    """The start version's code on the start version's environment, without tests, plus
-    what the agent's manifest installs."""
-    start = chain.versions[0]
-    code = sources.materialize(chain, start).code
-    image = build_cached(sandbox, chain, "agent", {"code": code}, {"DEPS": images.deps[start]})
-    if manifest.install.pip:
-        pins = environments_of.resolve(manifest.install.pip, chain.config.python)
-        with tempfile.TemporaryDirectory(prefix="swechain-tools-") as tmp:
-            req_file = Path(tmp) / "requirements.txt"
-            req_file.write_text("\n".join(pins) + "\n")
-            image = build_cached(
-                sandbox, chain, "agent-tools",
-                {"requirements.txt": req_file, "wheels": wheelhouse(pins, chain.config.python)}, {"AGENT_IMAGE": image},
-            )
-    if manifest.install.dockerfile:
-        own = agents_dir() / manifest.install.dockerfile
-        if not own.is_file():
-            raise SwechainError(f"agent {manifest.name}: install.dockerfile {own} does not exist")
-        # Agent recipes fetch their CLIs; where a registry is reachable, SWECHAIN_BUILD_NETWORK=default.
-        image = build_cached(
-            sandbox, chain, f"agent-{manifest.name}", {}, {"AGENT_IMAGE": image}, recipe_path=own,
-            network=os.environ.get("SWECHAIN_BUILD_NETWORK", "none"),
-        )
-    return image

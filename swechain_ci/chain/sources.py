@@ -36,8 +36,8 @@ from pathlib import Path, PurePosixPath
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from swechain_ci import trees
-from swechain_ci.chain import Chain, GitSource, LocalSource, PypiSource
+from swechain_ci.chain import trees
+from swechain_ci.chain.definition import Chain, GitSource, LocalSource, PypiSource
 from swechain_ci.errors import SwechainError
 from swechain_ci.records import write_bytes
 from swechain_ci.settings import state_home

@@ -24,9 +24,9 @@ def specs_render(
     steps: Annotated[str | None, typer.Option(help="only steps A-B (1-based), e.g. 9-13")] = None,
 ) -> None:
     """Render LEVEL for every step: release-note tasks of the target version, plus interface changes."""
-    from swechain_ci.chain import load_chain
-    from swechain_ci.render import render_chain
+    from swechain_ci.chain.definition import load_chain
     from swechain_ci.settings import project_root
+    from swechain_ci.specs.render import render_chain
 
     loaded = load_chain(chain).select_steps(steps)
     written = render_chain(loaded, level=level, interface=interface)
@@ -47,8 +47,8 @@ def specs_render(
 @specs_app.command("list")
 def specs_list(chain: Annotated[str, typer.Argument(help="chain id (chains/<id>/chain.yaml) or path")]) -> None:
     """The specification levels present for each step."""
-    from swechain_ci.chain import load_chain
-    from swechain_ci.specs import levels_available, spec_dir
+    from swechain_ci.chain.definition import load_chain
+    from swechain_ci.specs.store import levels_available, spec_dir
 
     loaded = load_chain(chain)
     rows = []
@@ -81,10 +81,10 @@ def specs_synth(
     Every answer is cached under the state home by its inputs: a re-run makes no request.
     Writes specs/<chain>/<prev>-<next>/L<n>.md, L<n>.json and decompsynth.json (model, tokens, cost).
     """
-    from swechain_ci.chain import load_chain
-    from swechain_ci.decompsynth import synth_chain
-    from swechain_ci.levels import SPEC_LEVELS, parse_levels
+    from swechain_ci.chain.definition import load_chain
     from swechain_ci.settings import project_root
+    from swechain_ci.specs.decompsynth import synth_chain
+    from swechain_ci.specs.levels import SPEC_LEVELS, parse_levels
 
     loaded = load_chain(chain).select_steps(steps)
     chosen = parse_levels(levels, SPEC_LEVELS)
@@ -120,10 +120,10 @@ def specs_import(
     ] = False,
 ) -> None:
     """Import published specifications, rendered at LEVEL; rows that match no step are reported."""
-    from swechain_ci.chain import load_chain
-    from swechain_ci.levels import SPEC_LEVELS, parse_levels
+    from swechain_ci.chain.definition import load_chain
     from swechain_ci.settings import project_root
-    from swechain_ci.spec_import import import_specs
+    from swechain_ci.specs.levels import SPEC_LEVELS, parse_levels
+    from swechain_ci.specs.published import import_specs
 
     chosen = parse_levels(level, SPEC_LEVELS)
     if len(chosen) != 1:

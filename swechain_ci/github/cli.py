@@ -92,7 +92,7 @@ def matrix(
     """Print {"include": [{"agent": ..., "chain": ...}, ...]} for a workflow's strategy.matrix (fromJSON)."""
     from swechain_ci.agents import BUILTIN_NAMES
     from swechain_ci.agents.manifest import available_manifests, parse_manifest
-    from swechain_ci.chain import available_chains
+    from swechain_ci.chain.definition import available_chains
 
     if files and not changed_manifests:
         raise SwechainError(f"matrix takes files only with --changed-manifests (got {' '.join(files)})")
@@ -173,8 +173,8 @@ def comment(
 
     Several runs of one agent (e.g. one per chain, from a matrix) go into that agent's one
     comment: call this once, after the matrix, with all the run folders."""
-    from swechain_ci.github import GitHubReporter
-    from swechain_ci.report import render
+    from swechain_ci.github.reporting import GitHubReporter
+    from swechain_ci.scoring.report import render
 
     by_agent: dict[str, list[Scorecard]] = {}
     for run_dir in run_dirs:
@@ -196,8 +196,8 @@ def summary(
     run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="runs' results folders")],
 ) -> None:
     """Append the scorecards to the job summary ($GITHUB_STEP_SUMMARY); locally, says it did nothing."""
-    from swechain_ci.github import write_job_summary
-    from swechain_ci.report import render
+    from swechain_ci.github.reporting import write_job_summary
+    from swechain_ci.scoring.report import render
 
     markdown = "\n".join(render(_scorecard(run_dir)) for run_dir in run_dirs)
     path = write_job_summary(markdown)
@@ -228,7 +228,7 @@ def status(
     context: Annotated[str | None, typer.Option(help="status name; default swechain-ci/AGENT/CHAIN")] = None,
 ) -> None:
     """Set a commit status: success if the run finished, failure if it stopped, pending if it continues."""
-    from swechain_ci.github import GitHubReporter
+    from swechain_ci.github.reporting import GitHubReporter
 
     run = _run_record(run_dir)
     card = _scorecard(run_dir) if (run_dir / "scorecard.json").is_file() else None
@@ -247,7 +247,7 @@ def continue_run(
     inputs: Annotated[list[str] | None, typer.Option("--input", help="KEY=VALUE, repeatable")] = None,
 ) -> None:
     """Dispatch the next job of a run that paused after its step budget; nothing if it ended."""
-    from swechain_ci.github import GitHubReporter
+    from swechain_ci.github.reporting import GitHubReporter
 
     run = _run_record(run_dir)
     if run.status != "running":
@@ -269,7 +269,11 @@ def leaderboard(
     spec_level: Annotated[str | None, typer.Option(help="only scorecards at this specification level")] = None,
 ) -> None:
     """Per agent, the plain mean over chains of resolving, precision and F1; prints the Markdown."""
-    from swechain_ci.leaderboard import build_leaderboard, render_markdown, write_leaderboard
+    from swechain_ci.scoring.leaderboard import (
+        build_leaderboard,
+        render_markdown,
+        write_leaderboard,
+    )
 
     board = build_leaderboard(runs_dirs, spec_level)
     paths = write_leaderboard(board, output)

@@ -35,11 +35,11 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from swechain_ci.changelog import ReleaseNotes, ReleaseTask
 from swechain_ci.errors import SwechainError
-from swechain_ci.interface import InterfaceChanges, render_interface
 from swechain_ci.records import write_text
-from swechain_ci.specs import spec_path
+from swechain_ci.specs.changelog import ReleaseNotes, ReleaseTask
+from swechain_ci.specs.interface import InterfaceChanges, render_interface
+from swechain_ci.specs.store import spec_path
 
 Level = Literal["L1", "L2", "L3", "L4", "L5"]
 LEVELS: tuple[Level, ...] = ("L1", "L2", "L3", "L4", "L5")
@@ -299,7 +299,7 @@ def _task_markdown(task: LevelTask) -> list[str]:
 
 def render_level_markdown(spec: LevelSpec) -> str:
     """The Markdown an agent reads (``L<n>.md``)."""
-    from swechain_ci.render import render_release_notes
+    from swechain_ci.specs.render import render_release_notes
 
     head = (
         f"Upgrade the code from {spec.package} {spec.prev_version} to {spec.next_version}. "

@@ -58,8 +58,6 @@ import copy
 import hashlib
 import html
 import json
-import os
-import re
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -67,108 +65,57 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import anthropic
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from unidiff import PatchSet
-from unidiff.errors import UnidiffParseError
 
-from swechain_ci.agents.anthropic import PRICES_FILE, Price, TokenUsage, load_prices
-from swechain_ci.changelog import ReleaseNotes, ReleaseTask, chain_release_notes
-from swechain_ci.chain import Chain
-from swechain_ci.diffs import read_diff, unquote_git_path
+from swechain_ci.agents.prices import Price, TokenUsage
+from swechain_ci.chain.definition import Chain
+from swechain_ci.chain.diffs import read_diff
 from swechain_ci.errors import SwechainError
-from swechain_ci.levels import (
-    SYNTH, TASK_TYPES, SpecTask, Strict, TaskFields, TaskSet, TaskSpec,
-    build_level, check_writable, level_files, write_level,
-)
 from swechain_ci.models import Record
 from swechain_ci.records import write_model
 from swechain_ci.settings import state_home
-from swechain_ci.specs import spec_dir
+from swechain_ci.specs.changelog import ReleaseNotes, ReleaseTask, chain_release_notes
+from swechain_ci.specs.hunks import (
+    MAX_FILES,
+    MAX_HUNKS,
+    MAX_LINES,
+    Hunk,
+    batch_hunks,
+    parse_hunks,
+    select_test_hunks,
+)
+from swechain_ci.specs.levels import (
+    SYNTH,
+    TASK_TYPES,
+    SpecTask,
+    Strict,
+    TaskFields,
+    TaskSet,
+    TaskSpec,
+    build_level,
+    check_writable,
+    level_files,
+    write_level,
+)
+from swechain_ci.specs.llm import (
+    DEFAULT_MODEL,
+    LLM,
+    Check,
+    converse,
+    make_llm,
+    validation_problems,
+)
+from swechain_ci.specs.store import spec_dir
 
-DEFAULT_MODEL = "claude-sonnet-4-6"  # as the reference agent: the SDK lists 4-5 as end-of-life on 2026-11-30
-MAX_FILES = 20
-MAX_HUNKS = 150
-MAX_LINES = 3000
 DIVIDE_CORRECTIONS = 5  # correction rounds after the first answer
 CONQUER_ATTEMPTS = 3
 COMPLETE_ATTEMPTS = 3
-TEST_CONTEXT_LINES = 1500
 MAX_TOKENS = {"divide": 8192, "conquer": 4096, "complete": 8192}
 CACHE_VERSION = 1
 RECORD_FILE = "decompsynth.json"
 SPECIAL_TARGETS = ("doc", "others")
 
 Stage = Literal["divide", "conquer", "complete"]
-
-
-# --------------------------------------------------------------------------- hunks and batches
-
-
-class Hunk(BaseModel):
-    """One ``@@`` hunk of a step's diff, with a stable id."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    id: str  # H1, H2, ... in diff order (test hunks: TH1, ...)
-    file: str  # path relative to the tree root
-    status: Literal["modified", "added", "removed", "renamed"]
-    header: str  # the @@ line, section heading included
-    text: str  # the hunk as in the diff, @@ line included
-    lines: int  # lines of ``text``: the hunk's size for batching
-    added: int
-    removed: int
-
-
-def parse_hunks(patch: str, prefix: str = "H") -> tuple[list[Hunk], list[str]]:
-    """The hunks of a git-style patch, numbered in order, and the changed files without a hunk
-    (empty files, pure renames, binaries), which no one can assign."""
-    if not patch.strip():
-        return [], []
-    try:
-        parsed = PatchSet(patch)
-    except UnidiffParseError as exc:
-        raise SwechainError(f"cannot parse a step diff: {exc}") from None
-    hunks: list[Hunk] = []
-    bare: list[str] = []
-    for patched in parsed:
-        path = unquote_git_path(patched.path)
-        status = ("added" if patched.is_added_file else "removed" if patched.is_removed_file
-                  else "renamed" if patched.is_rename else "modified")
-        if not len(patched):
-            bare.append(path)
-            continue
-        for piece in patched:
-            text = str(piece)
-            if not text.endswith("\n"):
-                text += "\n"
-            hunks.append(Hunk(
-                id=f"{prefix}{len(hunks) + 1}", file=path, status=status, header=text.split("\n", 1)[0],
-                text=text, lines=len(text.splitlines()), added=piece.added, removed=piece.removed,
-            ))
-    return hunks, bare
-
-
-def batch_hunks(
-    hunks: Sequence[Hunk], max_files: int = MAX_FILES, max_hunks: int = MAX_HUNKS, max_lines: int = MAX_LINES,
-) -> list[list[Hunk]]:
-    """First-fit by size: largest hunk first (ties in diff order), into the first batch where
-    the files, hunks and lines stay within the limits, else into a new batch. A hunk longer
-    than ``max_lines`` fills a batch of its own. Batches keep the order they were opened
-    in; the hunks inside a batch are in diff order."""
-    order = {h.id: i for i, h in enumerate(hunks)}
-    batches: list[list[Hunk]] = []
-    stats: list[tuple[set[str], int, int]] = []  # (files, hunks, lines)
-    for hunk in sorted(hunks, key=lambda h: (-h.lines, order[h.id])):
-        for index, (files, count, lines) in enumerate(stats):
-            if (len(files | {hunk.file}) <= max_files and count + 1 <= max_hunks
-                    and lines + hunk.lines <= max_lines):
-                batches[index].append(hunk)
-                stats[index] = (files | {hunk.file}, count + 1, lines + hunk.lines)
-                break
-        else:
-            batches.append([hunk])
-            stats.append(({hunk.file}, 1, hunk.lines))
-    return [sorted(batch, key=lambda h: order[h.id]) for batch in batches]
 
 
 # --------------------------------------------------------------------------- answers
@@ -331,41 +278,6 @@ def _references(task: ReleaseTask) -> str:
     return f"Linked from this note (their text is not available): {shown}\n"
 
 
-IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
-
-
-def _changed_words(text: str) -> set[str]:
-    words: set[str] = set()
-    for line in text.splitlines():
-        if line[:1] in "+-" and not line.startswith(("+++", "---")):
-            words |= set(IDENT.findall(line))
-    return words
-
-
-def select_test_hunks(tests: list[Hunk], note: str, code: list[Hunk], budget: int = TEST_CONTEXT_LINES,
-                      ) -> tuple[list[Hunk], int]:
-    """The test hunks shown with a task, and how many are left out. All of them when they fit
-    in ``budget`` lines; else those sharing identifiers with the note and the task's code,
-    most shared first, as long as they fit (shown in diff order)."""
-    if sum(h.lines for h in tests) <= budget:
-        return list(tests), 0
-    words = set(IDENT.findall(note))
-    for hunk in code:
-        words |= _changed_words(hunk.text)
-    scored = sorted(((len(_changed_words(h.text) & words), i, h) for i, h in enumerate(tests)),
-                    key=lambda s: (-s[0], s[1]))
-    chosen: list[tuple[int, Hunk]] = []
-    used = 0
-    for score, index, hunk in scored:
-        if score == 0:
-            break
-        if used + hunk.lines <= budget:
-            chosen.append((index, hunk))
-            used += hunk.lines
-    chosen.sort(key=lambda c: c[0])
-    return [h for _, h in chosen], len(tests) - len(chosen)
-
-
 # --------------------------------------------------------------------------- usage, records
 
 
@@ -451,138 +363,6 @@ class CachedExchange(Record):
     requests: int
     tokens: dict[str, int]  # TokenUsage.as_dict()
     messages: list[dict[str, Any]]  # the conversation (system prompt and tool aside)
-
-
-# --------------------------------------------------------------------------- the model
-
-
-def _base_url(flag: str | None) -> str | None:
-    return flag or os.environ.get("ANTHROPIC_BASE_URL") or None
-
-
-@dataclass
-class LLM:
-    """The Anthropic client DecompSynth uses, made on the first request that needs it."""
-
-    model: str
-    price: Price
-    base_url: str | None = None
-    api_key: str | None = None
-    max_retries: int = 3
-    timeout_s: float = 600.0
-    _client: anthropic.Anthropic | None = field(default=None, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def client(self, what: str) -> anthropic.Anthropic:
-        with self._lock:
-            if self._client is None:
-                if not self.api_key:
-                    raise SwechainError(
-                        f"{what} needs the Anthropic API and ANTHROPIC_API_KEY is not set; export it (and "
-                        "ANTHROPIC_BASE_URL or --base-url for another endpoint) and run again; DecompSynth "
-                        "never makes up specifications"
-                    )
-                self._client = anthropic.Anthropic(
-                    api_key=self.api_key, base_url=self.base_url, max_retries=self.max_retries, timeout=self.timeout_s,
-                )
-            return self._client
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-
-
-def make_llm(model: str = DEFAULT_MODEL, base_url: str | None = None) -> LLM:
-    prices = load_prices()
-    if model not in prices:
-        raise SwechainError(
-            f"no price for model {model} in {PRICES_FILE} (known: {', '.join(sorted(prices))}); add one as "
-            "{input, output, cache_write, cache_read} in dollars per million tokens, or pick a known model with --model"
-        )
-    return LLM(model=model, price=prices[model], base_url=_base_url(base_url),
-               api_key=os.environ.get("ANTHROPIC_API_KEY") or None)
-
-
-def _block(block: Any) -> dict[str, Any] | None:
-    if block.type == "text":
-        return {"type": "text", "text": block.text}
-    if block.type == "tool_use":
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-    return None
-
-
-Check = Callable[[Any], tuple[Any, str | None]]
-
-
-@dataclass
-class Conversation:
-    result: Any
-    tokens: TokenUsage
-    requests: int
-    messages: list[dict[str, Any]]
-
-
-def converse(llm: LLM, *, what: str, system: str, prompt: str, tool: dict[str, Any], check: Check,
-             max_requests: int, max_tokens: int, cache_prompt: bool = False) -> Conversation:
-    """Ask until ``check`` accepts the tool input, feeding each problem back; at most
-    ``max_requests`` requests, then a SwechainError naming the last problem."""
-    first: dict[str, Any] = {"type": "text", "text": prompt}
-    if cache_prompt:
-        first["cache_control"] = {"type": "ephemeral"}
-    messages: list[dict[str, Any]] = [{"role": "user", "content": [first]}]
-    tokens = TokenUsage()
-    problem = ""
-    for request in range(1, max_requests + 1):
-        client = llm.client(what)
-        try:
-            response = client.messages.create(
-                model=llm.model, max_tokens=max_tokens, system=system, tools=[tool],
-                tool_choice={"type": "tool", "name": tool["name"]}, messages=messages,
-            )
-        except anthropic.APIError as exc:
-            raise SwechainError(
-                f"{what}: the Anthropic API failed after the SDK's retries ({type(exc).__name__}: {exc}); run the "
-                "command again (answers already received are cached)"
-            ) from None
-        tokens.add(TokenUsage.of(response.usage))
-        content = [b for b in map(_block, response.content) if b is not None]
-        messages.append({"role": "assistant", "content": content})
-        calls = [b for b in content if b["type"] == "tool_use"]
-        call = next((c for c in calls if c["name"] == tool["name"]), None)
-        if call is None:
-            problem = f"There was no call of {tool['name']}; answer by calling {tool['name']}."
-        else:
-            result, problem_or_none = check(call["input"])
-            if problem_or_none is None:
-                return Conversation(result, tokens, request, messages)
-            problem = problem_or_none
-        if response.stop_reason == "max_tokens":
-            problem = (f"Your answer was cut off at the limit of {max_tokens} output tokens; be more concise. "
-                       + problem)
-        if request == max_requests:
-            break
-        feedback: list[dict[str, Any]] = [
-            {"type": "tool_result", "tool_use_id": c["id"], "is_error": True,
-             "content": problem if c is call else f"Ignored: call {tool['name']} only."}
-            for c in calls
-        ]
-        if call is None:
-            feedback.append({"type": "text", "text": problem})
-        messages.append({"role": "user", "content": feedback})
-    first_line = problem.strip().split("\n")
-    raise SwechainError(
-        f"{what}: no valid answer after {max_requests} requests; still wrong: {' '.join(first_line)} "
-        "(try again, or another model with --model)"
-    )
-
-
-def _problems(exc: ValidationError) -> str:
-    lines = []
-    for item in exc.errors():
-        where = ".".join(str(p) for p in item["loc"]) or "(top level)"
-        lines.append(f"- field '{where}': {item['msg']}")
-    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- the stages
@@ -744,7 +524,7 @@ def divide_check(ids: list[str], allowed: list[str]) -> Check:
         try:
             answer = DivideAnswer.model_validate(raw)
         except ValidationError as exc:
-            return None, ("The input of assign_hunks does not fit its schema:\n" + _problems(exc)
+            return None, ("The input of assign_hunks does not fit its schema:\n" + validation_problems(exc)
                           + "\nCall assign_hunks again with {\"assignments\": [{\"hunk\": ..., \"targets\": [...]}]}.")
         invented: list[str] = []
         unknown: list[str] = []
@@ -781,7 +561,7 @@ def conquer_check(task_id: str) -> Check:
         try:
             spec = TaskSpec.model_validate(raw)
         except ValidationError as exc:
-            return None, ("The specification does not fit the schema of write_specification:\n" + _problems(exc)
+            return None, ("The specification does not fit the schema of write_specification:\n" + validation_problems(exc)
                           + "\nCall write_specification again with the complete, corrected specification.")
         problems = []
         if spec.task_id != task_id:
@@ -803,7 +583,7 @@ def complete_check(ids: list[str]) -> Check:
         try:
             answer = CompleteAnswer.model_validate(raw)
         except ValidationError as exc:
-            return None, ("The input of add_tasks does not fit its schema:\n" + _problems(exc)
+            return None, ("The input of add_tasks does not fit its schema:\n" + validation_problems(exc)
                           + "\nCall add_tasks again with all tasks, corrected (or an empty list).")
         problems = []
         for index, task in enumerate(answer.tasks):
@@ -919,7 +699,7 @@ def check_step_writable(chain: Chain, prev: str, next_: str, levels: Sequence[st
 def write_step(chain: Chain, record: DecompSynthRecord, levels: Sequence[str], interface: bool = True,
                ) -> list[Path]:
     """The record and the levels of one step; returns the Markdown files written."""
-    from swechain_ci.interface import chain_interface_changes
+    from swechain_ci.specs.interface import chain_interface_changes
 
     changes = chain_interface_changes(chain, record.prev_version, record.next_version) if interface else None
     source = f"DecompSynth ({record.model}) from the release notes and the code diff"

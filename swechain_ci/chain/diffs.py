@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from swechain_ci import sources, trees
-from swechain_ci.chain import Chain
+from swechain_ci.chain import sources, trees
+from swechain_ci.chain.definition import Chain
 from swechain_ci.errors import SwechainError
 from swechain_ci.models import SCHEMA_VERSION, Record
 from swechain_ci.records import write_text

@@ -15,16 +15,23 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from swechain_ci import progress, sources
-from swechain_ci.chain import Chain
+from swechain_ci import progress
+from swechain_ci.chain import sources
+from swechain_ci.chain.definition import Chain
+from swechain_ci.containers.images import ChainImages
+from swechain_ci.containers.sandbox import DockerSandbox
 from swechain_ci.errors import SwechainError
-from swechain_ci.evaluate import evaluate
-from swechain_ci.images import ChainImages
-from swechain_ci.models import BROKEN, ChainOracle, Status, StepOracle, TestRun, VersionSanity
-from swechain_ci.outcomes import resolve
+from swechain_ci.evaluation.evaluate import evaluate
+from swechain_ci.evaluation.outcomes import resolve, scored_universe
+from swechain_ci.models import (
+    BROKEN,
+    ChainOracle,
+    Status,
+    StepOracle,
+    TestRun,
+    VersionSanity,
+)
 from swechain_ci.records import read_model, write_model
-from swechain_ci.sandbox import DockerSandbox
-from swechain_ci.score import scored_universe
 from swechain_ci.settings import state_home
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from swechain_ci import trees
-from swechain_ci.chain import Chain
+from swechain_ci.chain import trees
+from swechain_ci.chain.definition import Chain
+from swechain_ci.containers.sandbox import RUNNER_UID, DockerSandbox, single_file_tar
 from swechain_ci.models import BROKEN, FailedImport, Status, TestRun
-from swechain_ci.sandbox import RUNNER_UID, DockerSandbox, single_file_tar
 
 # pytest exit codes: 0 all passed, 1 some failed, 5 nothing collected.
 TRUSTED_EXIT_CODES = {0, 1, 5}

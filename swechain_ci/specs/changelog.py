@@ -268,7 +268,7 @@ def _headings(raw: list[tuple[int, int, int, str]], fmt: Format, defs: dict[str,
 
 
 def _normalize(version: str) -> str:
-    from swechain_ci.sources import normalize_version
+    from swechain_ci.chain.sources import normalize_version
 
     return normalize_version(version)
 
@@ -568,6 +568,6 @@ def release_notes(root: Path, version: str) -> ReleaseNotes:
 
 def chain_release_notes(chain, version: str) -> ReleaseNotes:
     """``version``'s notes from the changelog in its own release tree (fetched if needed)."""
-    from swechain_ci.sources import materialize
+    from swechain_ci.chain.sources import materialize
 
     return release_notes(materialize(chain, version).root, version)

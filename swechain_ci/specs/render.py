@@ -15,12 +15,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from swechain_ci.chain import Chain, load_chain
-from swechain_ci.changelog import ReleaseNotes, ReleaseTask, chain_release_notes
+from swechain_ci.chain.definition import Chain, load_chain
 from swechain_ci.errors import SwechainError
-from swechain_ci.interface import InterfaceChanges, chain_interface_changes, render_interface
 from swechain_ci.records import write_text
-from swechain_ci.specs import spec_path
+from swechain_ci.specs.changelog import ReleaseNotes, ReleaseTask, chain_release_notes
+from swechain_ci.specs.interface import (
+    InterfaceChanges,
+    chain_interface_changes,
+    render_interface,
+)
+from swechain_ci.specs.store import spec_path
 
 SCHEMA_VERSION = 1
 GENERATOR = "swechain-ci specs render"

@@ -22,12 +22,13 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from swechain_ci import progress, sources
-from swechain_ci.chain import Chain
+from swechain_ci import progress
+from swechain_ci.chain import sources
+from swechain_ci.chain.definition import Chain
 from swechain_ci.errors import SwechainError
-from swechain_ci.settings import PACKAGE_DIR, state_home
+from swechain_ci.settings import HARNESS_DIR, state_home
 
-HARNESS_REQUIREMENTS = PACKAGE_DIR / "harness" / "requirements.txt"
+HARNESS_REQUIREMENTS = HARNESS_DIR / "requirements.txt"
 # Wheels that run on the glibc of the Debian bookworm base images (and of python:3.11-slim):
 # pip does not expand a manylinux_2_36 platform to older glibc tags itself.
 IMAGE_GLIBC = (2, 36)

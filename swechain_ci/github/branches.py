@@ -15,7 +15,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from swechain_ci import progress, trees
+from swechain_ci import progress
+from swechain_ci.chain import trees
 from swechain_ci.errors import SwechainError
 
 RECORDS = ".swechain"

@@ -37,11 +37,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from swechain_ci.chain import Chain
+from swechain_ci.chain.definition import Chain
 from swechain_ci.errors import SwechainError
-from swechain_ci.levels import (
-    GROUPS, IMPORT, SPEC_LEVELS, LevelSpec, LevelTask, SpecTask, TaskSet, TaskSpec, build_level, check_writable,
-    granularity_of, level_files, write_level,
+from swechain_ci.specs.levels import (
+    GROUPS,
+    IMPORT,
+    SPEC_LEVELS,
+    LevelSpec,
+    LevelTask,
+    SpecTask,
+    TaskSet,
+    TaskSpec,
+    build_level,
+    check_writable,
+    granularity_of,
+    level_files,
+    write_level,
 )
 
 # The reference's group headings (and ours), lowercased -> type.
@@ -392,7 +403,7 @@ def import_specs(path: Path | str, chain: Chain, level: str = "L3", interface: b
     for _, spec in planned:  # refuse before writing anything
         check_writable(*level_files(chain, spec.prev_version, spec.next_version, level))
     if planned and interface:
-        from swechain_ci.interface import chain_interface_changes
+        from swechain_ci.specs.interface import chain_interface_changes
 
         for _, spec in planned:
             spec.interface = chain_interface_changes(chain, spec.prev_version, spec.next_version)

@@ -6,7 +6,7 @@ run did not report itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from swechain_ci.models import Status, TestRun
 
@@ -55,3 +55,8 @@ def has_execution_error(run: TestRun, outcomes: dict[str, Status]) -> bool:
         or any(s == Status.error for s in run.statuses.values())
         or any(s == Status.error for s in outcomes.values())
     )
+
+
+def scored_universe(new_gold: Mapping[str, Status], excluded: Iterable[str]) -> set[str]:
+    """The tests a step is scored on: those passing on new gold, minus flaky and network tests."""
+    return {t for t, s in new_gold.items() if s == Status.passed} - set(excluded)

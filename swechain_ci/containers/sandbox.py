@@ -18,7 +18,7 @@ import docker
 import docker.errors
 from docker.types import LogConfig
 
-from swechain_ci.chain import Limits
+from swechain_ci.chain.definition import Limits
 from swechain_ci.errors import SwechainError
 
 LABEL = "swechain-ci"

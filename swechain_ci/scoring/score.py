@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+from swechain_ci.evaluation.outcomes import scored_universe
 from swechain_ci.models import (
     SCOREABLE,
     Category,
@@ -19,11 +20,6 @@ from swechain_ci.models import (
     StepRecord,
     StepScore,
 )
-
-
-def scored_universe(new_gold: Mapping[str, Status], excluded: Iterable[str]) -> set[str]:
-    """The tests a step is scored on: those passing on new gold, minus flaky and network tests."""
-    return {t for t, s in new_gold.items() if s == Status.passed} - set(excluded)
 
 
 def categorize(

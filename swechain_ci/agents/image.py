@@ -1,0 +1,42 @@
+"""The agent image: the start version's code and environment, plus what a manifest installs."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from swechain_ci.agents.manifest import AgentManifest, agents_dir
+from swechain_ci.chain import environments as environments_of
+from swechain_ci.chain import sources
+from swechain_ci.chain.definition import Chain
+from swechain_ci.containers.images import ChainImages, build_cached, wheelhouse
+from swechain_ci.containers.sandbox import DockerSandbox
+from swechain_ci.errors import SwechainError
+
+
+def ensure_agent_image(sandbox: DockerSandbox, chain: Chain, images: ChainImages, manifest: AgentManifest) -> str:
+    """The start version's code on the start version's environment, without tests, plus
+    what the agent's manifest installs."""
+    start = chain.versions[0]
+    code = sources.materialize(chain, start).code
+    image = build_cached(sandbox, chain, "agent", {"code": code}, {"DEPS": images.deps[start]})
+    if manifest.install.pip:
+        pins = environments_of.resolve(manifest.install.pip, chain.config.python)
+        with tempfile.TemporaryDirectory(prefix="swechain-tools-") as tmp:
+            req_file = Path(tmp) / "requirements.txt"
+            req_file.write_text("\n".join(pins) + "\n")
+            image = build_cached(
+                sandbox, chain, "agent-tools",
+                {"requirements.txt": req_file, "wheels": wheelhouse(pins, chain.config.python)}, {"AGENT_IMAGE": image},
+            )
+    if manifest.install.dockerfile:
+        own = agents_dir() / manifest.install.dockerfile
+        if not own.is_file():
+            raise SwechainError(f"agent {manifest.name}: install.dockerfile {own} does not exist")
+        # Agent recipes fetch their CLIs; where a registry is reachable, SWECHAIN_BUILD_NETWORK=default.
+        image = build_cached(
+            sandbox, chain, f"agent-{manifest.name}", {}, {"AGENT_IMAGE": image}, recipe_path=own,
+            network=os.environ.get("SWECHAIN_BUILD_NETWORK", "none"),
+        )
+    return image
