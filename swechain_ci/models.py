@@ -54,6 +54,31 @@ class FailedImport(BaseModel):
     error: str
 
 
+class IntegrityFlag(BaseModel):
+    """One finding that a score may have been steered (README, "Integrity").
+
+    ``kind`` names the check (a row of the integrity table); ``location`` is ``file:line``
+    in the candidate's code where the check can point at one.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    kind: str
+    detail: str = Field(max_length=500)
+    step: int | None = None
+    phase: Literal["build", "fix", "prev"] | None = None
+    location: str | None = None
+
+
+class Integrity(BaseModel):
+    """A run's integrity: clean, or flagged (not ranked) until a maintainer clears it."""
+
+    model_config = ConfigDict(extra="forbid")
+    status: Literal["clean", "flagged", "cleared"] = "clean"
+    flags: list[IntegrityFlag] = Field(default_factory=list)
+    cleared_by: str | None = None
+    cleared_reason: str | None = None
+
+
 class TestRun(Record):
     """One hidden-test run of one codebase, as the harness observed it.
 
@@ -78,6 +103,7 @@ class TestRun(Record):
     collected: int | None = None
     duration_s: float = 0.0
     output_tail: str = ""
+    integrity_flags: list[IntegrityFlag] = Field(default_factory=list)
 
 
 class StepOracle(Record):
