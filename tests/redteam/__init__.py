@@ -1,0 +1,1 @@
+"""Red-team attacks on grading integrity (issue 9): real chain runs on the toy chain."""
