@@ -162,7 +162,9 @@ class AgentOutcome(BaseModel):
     """What one agent phase did, as the harness saw it."""
 
     model_config = ConfigDict(extra="forbid")
-    status: Literal["ok", "crashed", "timed_out"] = "ok"
+    status: Literal["ok", "crashed", "timed_out", "tree_rejected"] = Field(
+        "ok", description="tree_rejected: the code tree it left cannot be taken (e.g. over the size limit)"
+    )
     ended_by: str | None = Field(None, description="e.g. end_turn, exit, turn_limit, cost_limit, wall_clock, repetition")
     detail: str = ""
     wall_s: float = 0.0

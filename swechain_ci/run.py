@@ -177,9 +177,15 @@ class ChainRun:
         ctx.log.parent.mkdir(parents=True, exist_ok=True)
         progress.say(f"step {step.index}/{len(self.oracle.steps)} {name}: agent {self.agent.name} at work")
         outcome = self.run_agent(ctx)
+        workspace.container.kill_agent_processes()  # nothing the agent started outlives its phase
+        try:
+            workspace.pull_code(after)
+        except SwechainError as exc:  # e.g. a tree over the size limit: the agent's failure; the code stays as it was
+            outcome = outcome.model_copy(update={"status": "tree_rejected", "detail": str(exc)[:2000]})
+            shutil.rmtree(after, ignore_errors=True)
+            trees.copy_tree(before, after)
         with open(ctx.log, "a") as log:
             log.write(f"\n[swechain-ci] {name}: {outcome.status} {outcome.detail}\n")
-        workspace.pull_code(after)
         patch = trees.diff(before, after)
         write_text(folder / f"{name}.diff", patch)
         progress.say(f"step {step.index}/{len(self.oracle.steps)} {name}: hidden tests of {step.next_version}")

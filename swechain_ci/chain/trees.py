@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from unidiff import PatchSet
@@ -76,9 +77,9 @@ def digest(root: Path) -> str:
     h = hashlib.sha256()
     for rel in iter_tree(root):
         path = root / rel
-        h.update(str(rel).encode() + b"\0")
+        h.update(os.fsencode(str(rel)) + b"\0")  # any file name, UTF-8 or not
         if path.is_symlink():
-            h.update(b"L" + os.readlink(path).encode())
+            h.update(b"L" + os.fsencode(os.readlink(path)))
         elif path.is_file():
             h.update(b"X" if os.access(path, os.X_OK) else b"F")
             h.update(hashlib.sha256(path.read_bytes()).digest())
@@ -162,6 +163,31 @@ class SafeWriter:
             target.unlink()
 
 
+class CappedStream(io.RawIOBase):
+    """A chunk iterator read as a file, ending in a ``SwechainError`` past ``limit`` bytes."""
+
+    def __init__(self, chunks: Iterable[bytes], limit: int, what: str) -> None:
+        self.chunks, self.limit, self.what = iter(chunks), limit, what
+        self.pending, self.seen = b"", 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self.pending:
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                return 0
+            self.seen += len(chunk)
+            if self.seen > self.limit:
+                raise SwechainError(f"{self.what} exceeds {self.limit // 2**20} MiB; the host reads at most that")
+            self.pending = chunk
+        size = min(len(buffer), len(self.pending))
+        buffer[:size] = self.pending[:size]
+        self.pending = self.pending[size:]
+        return size
+
+
 def unpack_untrusted(chunks, dest: Path, strip: str) -> None:
     """Extract a tar stream that an agent produced, keeping only what is safe.
 
@@ -169,26 +195,25 @@ def unpack_untrusted(chunks, dest: Path, strip: str) -> None:
     devices, no hard links, nothing outside ``dest``, at most MAX_TREE_BYTES.
     """
     dest.mkdir(parents=True, exist_ok=True)
-    data = io.BytesIO()
-    for chunk in chunks:
-        data.write(chunk)
-        if data.tell() > MAX_TREE_BYTES * 2:
-            raise SwechainError(f"the agent's code tree exceeds {MAX_TREE_BYTES // 2**20} MiB")
-    data.seek(0)
     out = SafeWriter(dest, MAX_TREE_BYTES, "the agent's code tree")
-    with tarfile.open(fileobj=data, mode="r") as tar:
-        for member in tar:
-            name = PurePosixPath(member.name)
-            if name.parts and name.parts[0] == strip:
-                name = PurePosixPath(*name.parts[1:]) if len(name.parts) > 1 else PurePosixPath(".")
-            if str(name) == "." or name.is_absolute() or ".." in name.parts or is_junk(name):
-                continue
-            if member.isdir():
-                out.directory(name)
-            elif member.isreg():
-                out.file(name, tar.extractfile(member), member.size, bool(member.mode & 0o111))
-            elif member.issym():
-                out.symlink(name, member.linkname)
+    # Read as a stream: junk and headers count toward a cap too, and nothing is held whole in memory.
+    stream = io.BufferedReader(CappedStream(chunks, MAX_TREE_BYTES * 2, "the agent's code tree (as an archive)"))
+    try:
+        with tarfile.open(fileobj=stream, mode="r|") as tar:
+            for member in tar:
+                name = PurePosixPath(member.name)
+                if name.parts and name.parts[0] == strip:
+                    name = PurePosixPath(*name.parts[1:]) if len(name.parts) > 1 else PurePosixPath(".")
+                if str(name) == "." or name.is_absolute() or ".." in name.parts or is_junk(name):
+                    continue
+                if member.isdir():
+                    out.directory(name)
+                elif member.isreg():
+                    out.file(name, tar.extractfile(member), member.size, bool(member.mode & 0o111))
+                elif member.issym():
+                    out.symlink(name, member.linkname)
+    except tarfile.TarError as exc:
+        raise SwechainError(f"the agent's code tree is not a readable archive ({exc})") from None
 
 
 def git(*args: str, cwd: Path | None = None, input: bytes | None = None) -> bytes:
@@ -222,11 +247,58 @@ def diff(before: Path, after: Path) -> str:
         )
 
 
+def patch_paths(tree: Path, patch: str) -> list[str]:
+    """Every path a patch touches, as ``git apply`` reads them (renames give both sides)."""
+    listing = git("apply", "--numstat", "-z", "-", cwd=tree, input=patch.encode(errors="surrogateescape"))
+    paths, fields = [], listing.split(b"\0")
+    i = 0
+    while i < len(fields):
+        field = fields[i]
+        if not field:
+            i += 1
+            continue
+        columns = field.split(b"\t", 2)
+        if len(columns) == 3 and columns[2]:
+            paths.append(os.fsdecode(columns[2]))
+            i += 1
+        else:  # a rename or copy: "added\tdeleted\t" then source and destination
+            paths += [os.fsdecode(f) for f in fields[i + 1:i + 3]]
+            i += 3
+    return paths
+
+
+def check_patch_paths(tree: Path, patch: str) -> None:
+    """Refuse a patch that names a path outside ``tree``: absolute, with ``..``, or through a link."""
+    for line in patch.splitlines():
+        if line.startswith(("--- /", "+++ /")) and line[4:].split("\t")[0] != "/dev/null":
+            raise SwechainError(f"the patch names an absolute path ({line[4:][:200]}); patches apply only inside the code tree")
+    root = tree.resolve()
+    for name in patch_paths(tree, patch):
+        rel = PurePosixPath(name)
+        if rel.is_absolute() or ".." in rel.parts:
+            raise SwechainError(f"the patch names {name!r}, outside the code tree; patches apply only inside it")
+        parent = (tree / rel).parent
+        while not parent.exists() and parent != tree:
+            parent = parent.parent
+        if os.path.commonpath([str(root), str(parent.resolve())]) != str(root):
+            raise SwechainError(f"the patch writes {name!r} through a link out of the code tree")
+
+
 def apply_patch(tree: Path, patch: str) -> None:
-    """Apply a patch to a tree in place, as ``git apply`` would."""
+    """Apply a patch to a tree in place, as ``git apply`` would, only inside the tree.
+
+    Paths are checked first, then git applies without ``--unsafe-paths`` (it refuses
+    paths outside the tree and writes beyond links itself), and a link the patch made
+    that points out of the tree is refused.
+    """
     if not patch.strip():
         return
-    git("apply", "--whitespace=nowarn", "--unsafe-paths", "-", cwd=tree, input=patch.encode())
+    check_patch_paths(tree, patch)
+    git("apply", "--whitespace=nowarn", "-", cwd=tree, input=patch.encode(errors="surrogateescape"))
+    root = tree.resolve()
+    for rel in iter_tree(tree):
+        if (tree / rel).is_symlink() and not link_stays_inside(root, root / rel):
+            raise SwechainError(f"the patch makes {str(rel)!r} a link out of the code tree")
 
 
 def diff_stats(patch: str) -> DiffStats:

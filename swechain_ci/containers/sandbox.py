@@ -19,11 +19,14 @@ import docker.errors
 from docker.types import LogConfig
 
 from swechain_ci.chain.definition import Limits
+from swechain_ci.chain.trees import CappedStream
 from swechain_ci.errors import SwechainError
 
 LABEL = "swechain-ci"
 RUNNER_UID = 1001
 AGENT_UID = 1000
+# What the host reads of one evaluation's output folder, all files together.
+MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 LOG_CONFIG = LogConfig(type=LogConfig.types.JSON, config={"max-size": "10m", "max-file": "1"})
 
 
@@ -33,6 +36,7 @@ class ContainerResult:
     timed_out: bool
     files: dict[str, bytes]
     logs_tail: str
+    output_error: str | None = None
 
 
 @dataclass
@@ -65,14 +69,20 @@ def hardening(limits: Limits) -> dict:
     }
 
 
-def read_tar_files(chunks: Iterator[bytes]) -> dict[str, bytes]:
-    data = io.BytesIO(b"".join(chunks))
+def read_tar_files(chunks: Iterator[bytes], limit: int = MAX_OUTPUT_BYTES, what: str = "the container's output") -> dict[str, bytes]:
+    """The regular files of a tar stream by name (first folder stripped), read as a stream and
+    never more than ``limit`` bytes in all: an oversized or malformed archive is a
+    ``SwechainError``, never a host out of memory."""
     files = {}
-    with tarfile.open(fileobj=data) as tar:
-        for member in tar:
-            if member.isreg():
-                handle = tar.extractfile(member)
-                files[member.name.split("/", 1)[-1]] = handle.read() if handle else b""
+    try:
+        with tarfile.open(fileobj=io.BufferedReader(CappedStream(chunks, limit, what)), mode="r|") as tar:
+            for member in tar:
+                if member.isreg():
+                    handle = tar.extractfile(member)
+                    name = member.name.split("/", 1)[-1]
+                    files[name] = handle.read() if handle else b""
+    except tarfile.TarError as exc:
+        raise SwechainError(f"{what} is not a readable archive ({exc})") from None
     return files
 
 
@@ -172,12 +182,15 @@ class DockerSandbox:
                 container.kill()
                 exit_code = None
             logs = container.logs(tail=200).decode(errors="replace")
+            files, output_error = {}, None
             try:
                 stream, _ = container.get_archive(collect)
-                files = read_tar_files(stream)
+                files = read_tar_files(stream, what=f"the output folder {collect}")
             except docker.errors.NotFound:
-                files = {}
-            return ContainerResult(exit_code, timed_out, files, logs[-8000:])
+                pass
+            except SwechainError as exc:
+                output_error = str(exc)
+            return ContainerResult(exit_code, timed_out, files, logs[-8000:], output_error)
         finally:
             container.remove(force=True)
 

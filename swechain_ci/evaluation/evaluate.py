@@ -45,7 +45,22 @@ def evaluate(sandbox: DockerSandbox, chain: Chain, image: str, code: Path, label
         timeout_s=config.timeouts.run_s + 60,
         labels=labels,
     )
-    return parse(result.files, result.exit_code, result.timed_out, result.logs_tail)
+    if result.output_error:
+        return TestRun(execution_error=result.output_error, exit_code=result.exit_code, timed_out=result.timed_out,
+                       output_tail=result.logs_tail)
+    return parse_untrusted(result.files, result.exit_code, result.timed_out, result.logs_tail)
+
+
+def parse_untrusted(files: dict[str, bytes], container_exit: int | None, host_timed_out: bool, logs: str = "") -> TestRun:
+    """``parse``, where anything malformed in the container's output (a record with an unexpected key,
+    a value of the wrong type, JSON that is not an object) is an execution error naming the cause,
+    never a traceback on the host or a run left ``running``."""
+    try:
+        return parse(files, container_exit, host_timed_out, logs)
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError) as exc:  # pydantic's ValidationError is a ValueError
+        cause = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+        return TestRun(execution_error=f"the harness's output is malformed ({cause})", exit_code=container_exit,
+                       timed_out=host_timed_out, output_tail=logs[-8000:])
 
 
 def jsonl(raw: bytes | None) -> list[dict]:
