@@ -321,3 +321,47 @@ def test_no_changes_renders_so(tmp_path):
     result = changes(tmp_path, same, same)
     assert result.empty
     assert "No changes to the public interface were found." in render_interface(result)
+
+
+TYPE_ONLY = ["AllowedECKeys", "AllowedKeys", "AllowedOKPKeys", "AllowedPrivateKeys", "AllowedPublicKeys",
+             "AllowedRSAKeys"]
+
+
+def test_pyjwt_type_checking_or_sphinx_block_is_not_runtime():
+    # 2.11.0 defines its key aliases under `if TYPE_CHECKING or bool(os.getenv("SPHINX_BUILD", "")):`,
+    # so a normal import of 2.11.0 lacks them; 2.12.0 defines them at runtime and the hidden
+    # tests/keys/__init__.py does `from jwt.algorithms import has_crypto, AllowedRSAKeys`.
+    chain = load_chain("pyjwt")
+    to_2_11 = chain_interface_changes(chain, "2.10.1", "2.11.0")
+    added = {(a.module, a.name) for a in to_2_11.added_names}
+    phantom = {("jwt.algorithms", n) for n in TYPE_ONLY} | {("jwt.api_jwt", "AllowedPrivateKeyTypes"),
+                                                              ("jwt.api_jwt", "AllowedPublicKeyTypes")}
+    assert len(phantom) == 8 and not added & phantom
+    assert ("jwt.warnings", "InsecureKeyLengthWarning") in added  # real additions stay
+    to_2_12 = chain_interface_changes(chain, "2.11.0", "2.12.0")
+    assert sorted(a.name for a in to_2_12.added_names if a.module == "jwt.algorithms") == TYPE_ONLY
+
+
+def test_type_checking_conditions(tmp_path):
+    result = changes(tmp_path, {"pkg/__init__.py": ""}, {
+        "pkg/__init__.py": textwrap.dedent("""\
+            import os
+            from typing import TYPE_CHECKING
+            import typing
+            if TYPE_CHECKING or os.getenv("DOCS"):
+                def hidden_or(): ...
+            if typing.TYPE_CHECKING and True:
+                def hidden_and(): ...
+            if not TYPE_CHECKING:
+                def shown_not(): ...
+            else:
+                def hidden_else(): ...
+            if TYPE_CHECKING:
+                def hidden(): ...
+            else:
+                def shown_else(): ...
+            if os.getenv("X") or True:
+                def shown_plain(): ...
+            """),
+    })
+    assert names(result.added_names) == ["pkg.shown_else", "pkg.shown_not", "pkg.shown_plain"]

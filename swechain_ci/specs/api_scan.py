@@ -85,13 +85,33 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
+def _runs_at_import(test: ast.expr) -> tuple[bool, bool]:
+    """(body runs, else runs) of an ``if`` when the package is imported normally.
+
+    ``TYPE_CHECKING`` is False at runtime, so ``if TYPE_CHECKING or X:`` runs its body only
+    when ``X`` holds, which a normal import cannot be assumed to satisfy (PyJWT 2.11.0's
+    ``if TYPE_CHECKING or bool(os.getenv("SPHINX_BUILD", ""))``); ``TYPE_CHECKING and X``
+    never runs it. Both branches count when the test does not involve ``TYPE_CHECKING``.
+    """
+    if _is_type_checking(test):
+        return False, True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and _is_type_checking(test.operand):
+        return True, False
+    if isinstance(test, ast.BoolOp) and any(_is_type_checking(v) or not all(_runs_at_import(v))
+                                            for v in test.values):
+        return False, True
+    return True, True
+
+
 def _top_level(body: list[ast.stmt]):
-    """Module-level statements, looking into ``if`` (not ``if TYPE_CHECKING``) and ``try``."""
+    """Module-level statements, looking into ``try`` and into ``if`` branches that run at import."""
     for stmt in body:
         if isinstance(stmt, ast.If):
-            if not _is_type_checking(stmt.test):
+            body_runs, else_runs = _runs_at_import(stmt.test)
+            if body_runs:
                 yield from _top_level(stmt.body)
-            yield from _top_level(stmt.orelse)
+            if else_runs:
+                yield from _top_level(stmt.orelse)
         elif isinstance(stmt, ast.Try | ast.TryStar):
             yield from _top_level(stmt.body)
             for handler in stmt.handlers:
