@@ -310,3 +310,65 @@ def test_reference_kinds():
         ("advisory", "GHSA-ABCD-EFGH-IJKL", None, None),
         ("cve", "CVE-2020-12345", None, None),
     ]
+
+
+# --------------------------------------------------------------------------- L1 rules: dates, subheadings, roles, borrowed sections
+
+
+JINJA_STYLE = """\
+Version 3.0.1
+-------------
+
+Released 2021-05-18
+
+Bug Fixes
+
+-   Update MarkupSafe dependency to >= 2.0. :pr:`1418`
+-   Mark top-level names as exported. :issue:`1426`
+
+Enhancements:
+
+-   Some improvement. :issue:`12`, :pr:`13`
+
+Version 3.0.0
+-------------
+
+Released: 2021-05-11
+"""
+
+
+def test_release_dates_and_plain_text_subheadings_are_not_tasks():
+    notes = extract_release_notes(JINJA_STYLE, "3.0.1", "CHANGES.rst")
+    assert [(t.id, t.category, t.text.split(" :")[0]) for t in notes.tasks] == [
+        ("T1", "Bug Fixes", "Update MarkupSafe dependency to >= 2.0."),
+        ("T2", "Bug Fixes", "Mark top-level names as exported."),
+        ("T3", "Enhancements", "Some improvement."),
+    ]
+    assert extract_release_notes(JINJA_STYLE, "3.0.0", "CHANGES.rst").tasks == []
+
+
+def test_sphinx_issue_and_pr_roles_are_references():
+    notes = extract_release_notes(JINJA_STYLE, "3.0.1", "CHANGES.rst")
+    assert [[(r.kind, r.id, r.label) for r in t.references] for t in notes.tasks] == [
+        [("pull", "1418", ":pr:`1418`")],
+        [("issue", "1426", ":issue:`1426`")],
+        [("issue", "12", ":issue:`12`"), ("pull", "13", ":pr:`13`")],
+    ]
+    assert ":pr:`1418`" in notes.tasks[0].text  # the text stays as written
+
+
+def test_a_release_without_a_changelog_borrows_the_nearest_later_one(tmp_path):
+    import shutil
+
+    toy_dir = load_chain("toy").folder
+    shutil.copytree(toy_dir, tmp_path / "toy")
+    for version in ("0.2.0", "0.3.0"):  # these two releases ship no changelog
+        (tmp_path / "toy" / "versions" / version / "CHANGELOG.md").unlink()
+    chain = load_chain(str(tmp_path / "toy" / "chain.yaml"))
+    notes = chain_release_notes(chain, "0.2.0")
+    assert notes.found and notes.taken_from == "0.4.0" and notes.source_file == "CHANGELOG.md"
+    assert notes.note == ("the 0.2.0 release ships no changelog; this section is from the changelog shipped in 0.4.0")
+    assert [t.category for t in notes.tasks] == ["Added", "Fixed"]
+    assert chain_release_notes(chain, "0.4.0").taken_from is None
+    last = release_notes(tmp_path / "toy" / "versions" / "0.4.0", "0.4.0")
+    assert last.found and last.taken_from is None

@@ -77,6 +77,7 @@ def test_missing_spec_level_is_reported_with_the_levels_present(tmp_path):
     line = error_line(run_cli("run", "--chain", "toy", "--agent", "noop", "--spec-level", "L5",
                               "--output", str(tmp_path / "o"), env=NO_DOCKER))
     assert "no level-L5 specification" in line and "levels present for every step: manual" in line
+    assert "`swechain-ci specs synth toy --levels L5` (needs ANTHROPIC_API_KEY) writes them" in line
 
 
 def test_no_docker_engine_is_a_clear_error_and_loses_nothing(tmp_path):
@@ -125,3 +126,14 @@ def test_no_docker_engine_leaves_an_unfinished_run_untouched(tmp_path):
     line = error_line(run_cli("run", "--chain", "toy", "--agent", "noop", "--output", str(output), env=NO_DOCKER))
     assert "no Docker engine reachable" in line
     assert folder_fingerprint(output) == before
+
+
+def test_missing_paper_level_names_the_command_that_writes_it(tmp_path):
+    # PyJWT's default is the paper's L3, which `specs import` writes from the published specifications.
+    line = error_line(run_cli("run", "--chain", "pyjwt", "--agent", "noop", "--steps", "1-1",
+                              "--output", str(tmp_path / "o"), env=NO_DOCKER))
+    assert "no level-L3 specification" in line and "levels present for every step: L1, L1+interface" in line
+    assert "`swechain-ci specs import <specs_chain.parquet or metadata/ folder> --chain pyjwt`" in line
+    interface = error_line(run_cli("run", "--chain", "toy", "--agent", "noop", "--spec-level", "L2+interface",
+                                   "--output", str(tmp_path / "t"), env=NO_DOCKER))
+    assert "`swechain-ci specs synth toy --levels L2 --interface` (needs ANTHROPIC_API_KEY) writes them" in interface

@@ -34,9 +34,9 @@ def project(project_copy, tmp_path, monkeypatch):
 
 
 def test_toy_l1_has_the_tasks_and_the_interface_section(project):
-    markdown, data = render_l1("toy", "0.2.0", "0.3.0")
+    markdown, data = render_l1("toy", "0.2.0", "0.3.0", interface=True)
     assert markdown.startswith(GENERATED_MARKER)
-    assert "# toyslug 0.2.0 → 0.3.0: upgrade specification (L1, release notes)\n" in markdown
+    assert "# toyslug 0.2.0 → 0.3.0: upgrade specification (L1+interface, release notes)\n" in markdown
     assert "## Release notes of toyslug 0.3.0\n" in markdown
     assert "section `0.3.0 - 2024-05-20` (line 6)" in markdown
     assert (
@@ -53,7 +53,7 @@ def test_toy_l1_has_the_tasks_and_the_interface_section(project):
     assert "- function in `toyslug.checks`: `is_slug(text)` → `is_slug(text, sep='-')`" in markdown
     assert markdown.index("## Release notes") < markdown.index("## Interface changes")
 
-    assert data["schema_version"] == 1 and data["level"] == "L1"
+    assert data["schema_version"] == 1 and data["level"] == "L1+interface"
     assert (data["chain"], data["package"], data["prev_version"], data["next_version"]) == (
         "toy", "toyslug", "0.2.0", "0.3.0"
     )
@@ -63,9 +63,9 @@ def test_toy_l1_has_the_tasks_and_the_interface_section(project):
     assert L1Spec.model_validate_json(json.dumps(data)).release_notes.version == "0.3.0"
 
 
-def test_no_interface_option(project):
-    markdown, data = render_l1("toy", "0.3.0", "0.4.0", interface=False)
-    assert data["interface"] is None
+def test_l1_has_no_interface_section_unless_asked(project):
+    markdown, data = render_l1("toy", "0.3.0", "0.4.0")
+    assert data["interface"] is None and data["level"] == "L1"
     assert "Interface changes" not in markdown
     assert "- **T2.** `slugify()` accepts a `max_length` keyword argument" in markdown
 
@@ -96,7 +96,7 @@ def demo_chain(root: Path, changelog_2: str) -> None:
 
 def test_no_release_notes_says_so(project):
     demo_chain(project, "## 1.0\n\n- First release\n")  # 2.0 shipped without a 2.0 section
-    markdown, data = render_l1("demo", "1.0", "2.0")
+    markdown, data = render_l1("demo", "1.0", "2.0", interface=True)
     assert (
         "No release notes were shipped for 2.0: CHANGELOG.md has no section for 2.0 (its sections: 1.0).\n"
     ) in markdown
@@ -136,13 +136,17 @@ def test_cli_render_and_list(project):
     before = runner.invoke(specs_app, ["list", "toy"])
     assert before.exit_code == 0, before.output
     assert "levels present for every step: manual" in before.output
-    result = runner.invoke(specs_app, ["render", "toy", "--no-interface"])
+    result = runner.invoke(specs_app, ["render", "toy"])
     assert result.exit_code == 0, result.output
-    assert "specs/toy/0.2.0-0.3.0/L1.md" in result.output
+    assert "specs/toy/0.2.0-0.3.0/L1.md" in result.output and "L1+interface" not in result.output
     assert json.loads((project / "specs/toy/0.2.0-0.3.0/L1.json").read_text())["interface"] is None
+    both = runner.invoke(specs_app, ["render", "toy", "--interface"])
+    assert both.exit_code == 0, both.output
+    with_interface = json.loads((project / "specs/toy/0.2.0-0.3.0/L1+interface.json").read_text())
+    assert with_interface["level"] == "L1+interface" and with_interface["interface"]["renamed_modules"]
     after = runner.invoke(specs_app, ["list", "toy"])
-    assert "| 0.1.0 → 0.2.0 | L1, manual |" in after.output
-    assert "levels present for every step: L1, manual" in after.output
+    assert after.exit_code == 0, after.output
+    assert "levels present for every step: L1, L1+interface, manual" in after.output
     refused = runner.invoke(specs_app, ["render", "toy", "--level", "L2"])
     assert refused.exit_code != 0 and isinstance(refused.exception, SwechainError)
 
@@ -187,6 +191,9 @@ def test_generated_pyjwt_specs_are_present_and_current():
     markdown, data = render_l1(chain, "2.9.0", "2.10.0")
     assert data == json.loads((REPO / "specs/pyjwt/2.9.0-2.10.0/L1.json").read_text())
     assert markdown == (REPO / "specs/pyjwt/2.9.0-2.10.0/L1.md").read_text()
-    assert "- `jwt.exceptions.InvalidJTIError` (bases `InvalidTokenError`)" in markdown
+    assert "Interface changes" not in markdown
+    with_interface, _ = render_l1(chain, "2.9.0", "2.10.0", interface=True)
+    assert with_interface == (REPO / "specs/pyjwt/2.9.0-2.10.0/L1+interface.md").read_text()
+    assert "- `jwt.exceptions.InvalidJTIError` (bases `InvalidTokenError`)" in with_interface
     assert "Added validation for 'sub' (subject) and 'jti' (JWT ID) claims in tokens by @Divan009 in " \
            "[#1005](https://github.com/jpadilla/pyjwt/pull/1005)" in markdown

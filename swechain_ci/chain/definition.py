@@ -135,7 +135,14 @@ class ChainConfig(Strict):
     timeouts: Timeouts = Field(default_factory=Timeouts)
     limits: Limits = Field(default_factory=Limits)
     oracle: OracleSettings = Field(default_factory=OracleSettings)
-    default_spec_level: str = "L3"
+    paper_id: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        description="the SWE-Chain paper's chain id (e.g. pyjwt_2.0.0_to_2.12.1): its published specifications' chain_id",
+    )
+    default_spec_level: str = Field(
+        "L3", pattern=r"^(L[1-5](\+interface)?|[a-z][a-z0-9_-]*)$",
+        description="L1-L5, optionally with +interface, or a hand-written level such as manual",
+    )
     ci_steps: str | None = Field(
         None, pattern=r"^\d+(-\d+)?$", description="steps CI runs end to end, e.g. 9-13; all when unset"
     )

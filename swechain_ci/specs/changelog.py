@@ -81,6 +81,7 @@ class ReleaseNotes(Strict):
     line: int | None  # 1-based line of that heading
     matched_by: Literal["heading", "compare_link"] | None
     note: str | None  # why nothing was found, or how the section was matched
+    taken_from: str | None = None  # the later release whose changelog holds this section (its own has none)
     linked_text_fetched: bool = False  # the text behind the references is never fetched here
     tasks: list[ReleaseTask]
 
@@ -303,6 +304,9 @@ _URL = re.compile(r"https?://[^\s<>`'\"\])]+")
 _HASH = re.compile(r"(?<![\w/&#])#(\d+)\b")
 _GHSA = re.compile(r"\bGHSA(?:-[0-9a-z]{4}){3}\b", re.IGNORECASE)
 _CVE = re.compile(r"\bCVE-\d{4}-\d{4,}\b", re.IGNORECASE)
+# Sphinx roles of sphinx-issues and similar extensions (Jinja2: ":issue:`1426`", ":pr:`1418`").
+_ROLE = re.compile(r":(issue|pr|pull|ghsa|cve):`#?([^`\s]+)`", re.IGNORECASE)
+_ROLE_KINDS = {"issue": "issue", "pr": "pull", "pull": "pull", "ghsa": "advisory", "cve": "cve"}
 _GITHUB = re.compile(r"^https?://github\.com/([^/\s]+/[^/\s#?]+)(/.*)?$")
 
 
@@ -381,6 +385,12 @@ def extract_references(text: str, link_defs: dict[str, str] | None = None, fmt: 
             url = m.group(0).rstrip(".,;:")
             found.append((m.start(), classify_url(url, url)))
             taken.append((m.start(), m.start() + len(url)))
+    for m in _ROLE.finditer(text):
+        if free(*m.span()):
+            kind = _ROLE_KINDS[m.group(1).lower()]
+            ident = m.group(2).upper() if kind in ("advisory", "cve") else m.group(2)
+            found.append((m.start(), Reference(kind=kind, id=ident, label=m.group(0))))  # type: ignore[arg-type]
+            taken.append(m.span())
     for pattern, kind in ((_GHSA, "advisory"), (_CVE, "cve")):
         for m in pattern.finditer(text):
             if free(*m.span()):
@@ -474,16 +484,21 @@ def split_tasks(doc: Document, start: int, end: int, version: str) -> list[Relea
         blank_before = False
         i += 1
     tasks = []
+    subheading: tuple[str | None, str] | None = None  # (the category it sits in, its text)
     for item in items:
         while item.lines and not item.lines[-1].strip():
             item.lines.pop()
         text = "\n".join(l.rstrip() for l in item.lines).strip("\n")
-        if not text.strip():
+        if not text.strip() or (item.kind == "paragraph" and _RELEASED.match(text.strip())):
+            continue  # a release date is not a change
+        if item.kind == "paragraph" and _SUBHEADING.match(text.strip()):
+            subheading = (item.category, _plain(text.strip()))  # a plain-text heading: the category of what follows
             continue
+        category = subheading[1] if subheading and subheading[0] == item.category else item.category
         tasks.append(
             ReleaseTask(
                 id=f"T{len(tasks) + 1}",
-                category=item.category,
+                category=category,
                 kind=item.kind,  # type: ignore[arg-type]
                 text=text,
                 line=item.line,
@@ -491,6 +506,13 @@ def split_tasks(doc: Document, start: int, end: int, version: str) -> list[Relea
             )
         )
     return tasks
+
+
+# "Released 2021-05-18", "Released: 2024-01-10", "Unreleased" (Jinja2's, Flask's sections open with one).
+_RELEASED = re.compile(r"^(?:released(?:\s+on)?:?\s+.*\d{4}.*|unreleased)$", re.IGNORECASE)
+# A one-line paragraph of up to five capitalised words, optionally ending in ":" ("Bug Fixes",
+# "Enhancements:", "**New features**"): a heading written as plain text, not a change.
+_SUBHEADING = re.compile(r"^[*_]*[A-Z][\w-]*(?: [A-Za-z][\w-]*){0,4}:?[*_]*:?$")
 
 
 def _plain(label: str) -> str:
@@ -567,7 +589,27 @@ def release_notes(root: Path, version: str) -> ReleaseNotes:
 
 
 def chain_release_notes(chain, version: str) -> ReleaseNotes:
-    """``version``'s notes from the changelog in its own release tree (fetched if needed)."""
+    """``version``'s notes from the changelog in its own release tree (fetched if needed).
+
+    When that tree ships no changelog, or one without a section for ``version``, the section
+    comes from the nearest later release of the chain whose changelog has it, and the notes
+    say so (``taken_from``).
+    """
     from swechain_ci.chain.sources import materialize
 
-    return release_notes(materialize(chain, version).root, version)
+    own = release_notes(materialize(chain, version).root, version)
+    if own.found:
+        return own
+    later = chain.versions[chain.versions.index(version) + 1:] if version in chain.versions else []
+    for candidate in later:
+        notes = release_notes(materialize(chain, candidate).root, version)
+        if notes.found:
+            why = "ships no changelog" if own.source_file is None else f"has no section for it in {own.source_file}"
+            taken = f"the {version} release {why}; this section is from the changelog shipped in {candidate}"
+            return notes.model_copy(update={
+                "taken_from": candidate, "note": taken + (f"; {notes.note}" if notes.note else ""),
+            })
+    if later:
+        return own.model_copy(update={"note": f"{own.note}; no later release of the chain "
+                                              f"({later[0]} .. {later[-1]}) has a section for {version} either"})
+    return own

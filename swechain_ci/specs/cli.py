@@ -19,17 +19,21 @@ def specs_render(
     chain: Annotated[str, typer.Argument(help="chain id (chains/<id>/chain.yaml) or path")],
     level: Annotated[str, typer.Option(help="the level to render; only L1 is deterministic")] = "L1",
     interface: Annotated[
-        bool, typer.Option("--interface/--no-interface", help="append the interface section (from the code, via ast)")
-    ] = True,
+        bool, typer.Option("--interface/--no-interface",
+                           help="also write L1+interface: L1 plus the interface section (from the code, via ast)")
+    ] = False,
     steps: Annotated[str | None, typer.Option(help="only steps A-B (1-based), e.g. 9-13")] = None,
 ) -> None:
-    """Render LEVEL for every step: release-note tasks of the target version, plus interface changes."""
+    """Render LEVEL for every step: the release-note tasks of the target version (and, with
+    --interface, LEVEL+interface with the interface changes appended)."""
     from swechain_ci.chain.definition import load_chain
     from swechain_ci.settings import project_root
     from swechain_ci.specs.render import render_chain
 
     loaded = load_chain(chain).select_steps(steps)
-    written = render_chain(loaded, level=level, interface=interface)
+    written = render_chain(loaded, level=level)
+    if interface:
+        written += render_chain(loaded, level=level, interface=True)
     rows = []
     for md, _, spec in written:
         notes = spec.release_notes

@@ -24,7 +24,7 @@ from swechain_ci.specs.interface import (
     chain_interface_changes,
     render_interface,
 )
-from swechain_ci.specs.store import spec_path
+from swechain_ci.specs.store import level_name, spec_path
 
 SCHEMA_VERSION = 1
 GENERATOR = "swechain-ci specs render"
@@ -41,7 +41,7 @@ class L1Spec(BaseModel):
 
     schema_version: Literal[1] = SCHEMA_VERSION
     generated_by: Literal["swechain-ci specs render"] = GENERATOR
-    level: Literal["L1"] = "L1"
+    level: Literal["L1", "L1+interface"] = "L1"
     chain: str
     package: str
     prev_version: str
@@ -66,10 +66,11 @@ def check_step(chain: Chain, prev: str, next_: str) -> None:
         )
 
 
-def build_l1(chain: Chain | str, prev: str, next_: str, interface: bool = True) -> L1Spec:
+def build_l1(chain: Chain | str, prev: str, next_: str, interface: bool = False) -> L1Spec:
     chain = _chain(chain)
     check_step(chain, prev, next_)
     return L1Spec(
+        level=level_name("L1", interface),
         chain=chain.id,
         package=chain.config.package,
         prev_version=prev,
@@ -151,7 +152,7 @@ def render_release_notes(notes: ReleaseNotes, package: str, heading_level: int =
         lines += [f"No release notes were shipped for {notes.version}: {notes.note}.", ""]
         return "\n".join(lines)
     lines += [
-        f"From `{notes.source_file}` as shipped in the {notes.version} release, section "
+        f"From `{notes.source_file}` as shipped in the {notes.taken_from or notes.version} release, section "
         f"{_inline_code(notes.heading_label or notes.heading or '')} (line {notes.line}). One task per top-level item, "
         "with its sub-items; the text is as written there. The text of linked issues and pull "
         "requests was not fetched; each task lists its links.",
@@ -179,8 +180,8 @@ def _inline_code(text: str) -> str:
 
 def render_l1_markdown(spec: L1Spec) -> str:
     lines = [
-        f"{GENERATED_MARKER} (level L1); regenerate it rather than edit it -->",
-        f"# {spec.package} {spec.prev_version} → {spec.next_version}: upgrade specification (L1, release notes)",
+        f"{GENERATED_MARKER} (level {spec.level}); regenerate it rather than edit it -->",
+        f"# {spec.package} {spec.prev_version} → {spec.next_version}: upgrade specification ({spec.level}, release notes)",
         "",
         f"Upgrade the code from {spec.package} {spec.prev_version} to {spec.next_version}. The tasks are the "
         f"release notes of {spec.next_version}"
@@ -194,7 +195,7 @@ def render_l1_markdown(spec: L1Spec) -> str:
     return "\n".join(lines)
 
 
-def render_l1(chain: Chain | str, prev: str, next_: str, interface: bool = True) -> tuple[str, dict]:
+def render_l1(chain: Chain | str, prev: str, next_: str, interface: bool = False) -> tuple[str, dict]:
     """The L1 specification of one step: ``(markdown, json_dict)``."""
     spec = build_l1(chain, prev, next_, interface)
     return render_l1_markdown(spec), spec.model_dump(mode="json")
@@ -222,10 +223,11 @@ def _check_overwritable(md: Path, js: Path) -> None:
             )
 
 
-def write_l1(chain: Chain | str, prev: str, next_: str, interface: bool = True) -> tuple[Path, Path, L1Spec]:
-    """Render one step's L1 to ``specs/<chain>/<prev>-<next>/L1.md`` and ``L1.json``."""
+def write_l1(chain: Chain | str, prev: str, next_: str, interface: bool = False) -> tuple[Path, Path, L1Spec]:
+    """Render one step's L1 to ``specs/<chain>/<prev>-<next>/L1.md`` and ``L1.json`` (``L1+interface.*``
+    with the interface section)."""
     chain = _chain(chain)
-    md = spec_path(chain, prev, next_, "L1")
+    md = spec_path(chain, prev, next_, level_name("L1", interface))
     js = md.with_suffix(".json")
     _check_overwritable(md, js)
     spec = build_l1(chain, prev, next_, interface)
@@ -234,7 +236,7 @@ def write_l1(chain: Chain | str, prev: str, next_: str, interface: bool = True) 
     return md, js, spec
 
 
-def render_chain(chain: Chain | str, level: str = "L1", interface: bool = True) -> list[tuple[Path, Path, L1Spec]]:
+def render_chain(chain: Chain | str, level: str = "L1", interface: bool = False) -> list[tuple[Path, Path, L1Spec]]:
     """Render ``level`` for every step of the chain; only L1 is deterministic."""
     chain = _chain(chain)
     if level not in RENDERABLE_LEVELS:
@@ -243,6 +245,6 @@ def render_chain(chain: Chain | str, level: str = "L1", interface: bool = True) 
             f"{', '.join(RENDERABLE_LEVELS)} (L2-L5 come from `swechain-ci specs synth` with an API key, or `swechain-ci specs import`)"
         )
     for prev, next_ in chain.steps:  # refuse before writing anything
-        md = spec_path(chain, prev, next_, "L1")
+        md = spec_path(chain, prev, next_, level_name("L1", interface))
         _check_overwritable(md, md.with_suffix(".json"))
     return [write_l1(chain, prev, next_, interface) for prev, next_ in chain.steps]
