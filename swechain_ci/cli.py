@@ -62,16 +62,20 @@ def agents_list() -> None:
 
 @chain_app.command("list")
 def chain_list() -> None:
-    """List the chains in chains/."""
+    """List the chains in chains/: paper id, Python, steps, source kind, built oracles, spec levels."""
     from swechain_ci.chain.definition import available_chains, load_chain
+    from swechain_ci.evaluation.oracle import built_ranges
     from swechain_ci.specs.store import levels_available
 
     rows = []
     for name in available_chains():
         chain = load_chain(name)
-        rows.append([name, chain.config.package, f"{chain.versions[0]} → {chain.versions[-1]}", len(chain.steps),
-                     ", ".join(levels_available(chain)) or "-"])
-    typer.echo(tabulate(rows, headers=["chain", "package", "versions", "steps", "spec levels"], tablefmt="github"))
+        kinds = sorted({v.source.kind for v in chain.config.versions})
+        rows.append([name, chain.config.paper_id or "-", chain.config.package, chain.config.python,
+                     f"{chain.versions[0]} → {chain.versions[-1]}", len(chain.steps), ", ".join(kinds),
+                     ", ".join(built_ranges(chain)) or "-", ", ".join(levels_available(chain)) or "-"])
+    headers = ["chain", "paper id", "package", "python", "versions", "steps", "source", "oracle (steps)", "spec levels"]
+    typer.echo(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
 
 
 @chain_app.command("build")

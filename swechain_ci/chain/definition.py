@@ -155,6 +155,19 @@ class ChainConfig(Strict):
         return value.strip("/") or "."
 
     @model_validator(mode="after")
+    def _paper_id_names_the_versions(self) -> ChainConfig:
+        """``<package>_<start>_to_<end>`` must name this chain's first and last versions."""
+        if self.paper_id and "_to_" in self.paper_id:
+            head, end = self.paper_id.rsplit("_to_", 1)
+            start = head.rsplit("_", 1)[-1]
+            if (start, end) != (self.versions[0].version, self.versions[-1].version):
+                raise ValueError(
+                    f"paper_id {self.paper_id} names {start} -> {end}, but the versions run "
+                    f"{self.versions[0].version} -> {self.versions[-1].version}"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _unique_versions(self) -> ChainConfig:
         seen = [v.version for v in self.versions]
         duplicates = sorted({v for v in seen if seen.count(v) > 1})

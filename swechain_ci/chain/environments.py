@@ -19,6 +19,7 @@ import tempfile
 import tomllib
 from pathlib import Path
 
+import dependency_groups
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
@@ -90,19 +91,29 @@ def declared_metadata(tree: Path) -> tuple[list[str], dict[str, list[str]]]:
     return [], {}
 
 
+def declared_groups(tree: Path) -> dict:
+    """A version's PEP 735 ``[dependency-groups]`` table (empty when it has none)."""
+    pyproject = tree / "pyproject.toml"
+    return tomllib.loads(pyproject.read_text()).get("dependency-groups", {}) if pyproject.is_file() else {}
+
+
 def requirements(chain: Chain, version: str) -> list[str]:
     """The unresolved requirements of one version's test environment."""
     tree = sources.source_root(chain, version)
     env = chain.config.environment
     base, extras = declared_metadata(tree)
     wanted = list(base)
+    groups = declared_groups(tree)
     for extra in env.extras:
-        if extra not in extras:
+        if extra in extras:
+            wanted += extras[extra]
+        elif extra in groups:  # the same set, declared as a PEP 735 group from some version on
+            wanted += dependency_groups.resolve(groups, extra)
+        else:
             raise SwechainError(
                 f"{chain.folder / 'chain.yaml'}: field 'environment.extras': version {version} declares no extra "
-                f"'{extra}' (it has: {', '.join(sorted(extras)) or 'none'})"
+                f"or dependency group '{extra}' (it has: {', '.join(sorted({*extras, *groups})) or 'none'})"
             )
-        wanted += extras[extra]
     for name in env.requirement_files:
         path = tree / name
         if not path.is_file():

@@ -479,6 +479,18 @@ def _one_line(text: str) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
+# git's messages when the remote cannot be reached at all (as opposed to a wrong url or tag).
+UNREACHABLE_SIGNATURES = (
+    "Could not resolve host",
+    "Failed to connect",
+    "Connection refused",
+    "Network is unreachable",
+    "Connection timed out",
+    "Temporary failure in name resolution",
+    "Could not connect to server",
+)
+
+
 def _git_env() -> dict[str, str]:
     return {
         **os.environ,
@@ -486,6 +498,9 @@ def _git_env() -> dict[str, str]:
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_LFS_SKIP_SMUDGE": "1",
+        # Give up on a remote that sends nothing for 30 s instead of waiting for GIT_TIMEOUT_S.
+        "GIT_HTTP_LOW_SPEED_LIMIT": "1",
+        "GIT_HTTP_LOW_SPEED_TIME": "30",
     }
 
 
@@ -510,6 +525,11 @@ def _git_root(chain: Chain, version: str, source: GitSource) -> Path:
             raise SwechainError(f"{where}: git is not installed; install git to use git sources") from None
         if result.returncode != 0:
             problem = _one_line(result.stderr.decode(errors="replace")) or f"exit code {result.returncode}"
+            if any(signature in problem for signature in UNREACHABLE_SIGNATURES):
+                raise SwechainError(
+                    f"{where}: the source {source.url} is unreachable from this machine ({problem}); "
+                    "build this chain on a runner with network access, or point source.url at a reachable mirror"
+                )
             raise SwechainError(
                 f"{where}: git clone of {source.url} at tag {source.tag} failed: {problem} "
                 "(check source.url and source.tag in chain.yaml)"

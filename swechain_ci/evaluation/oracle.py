@@ -39,6 +39,17 @@ def oracle_path(chain: Chain) -> Path:
     return state_home() / "oracles" / chain.id / f"steps-{chain.step_range}.json"
 
 
+def built_ranges(chain: Chain) -> list[str]:
+    """The step ranges of ``chain`` whose oracle is stored, e.g. ``["1-15", "11-15"]``."""
+    folder = oracle_path(chain).parent
+    return sorted((p.stem.removeprefix("steps-") for p in folder.glob("steps-*.json")), key=_range_start)
+
+
+def _range_start(step_range: str) -> tuple[int, int]:
+    first, _, last = step_range.partition("-")
+    return (int(first), -int(last or first)) if first.isdigit() and (last or first).isdigit() else (0, 0)
+
+
 def inputs_hash(chain: Chain, images: ChainImages) -> str:
     evaluation = chain.config.model_dump(include={"test_folder", "source_root", "protected_files", "pytest", "timeouts", "oracle"})
     payload = images.fingerprint + json.dumps(evaluation, sort_keys=True)
