@@ -444,6 +444,7 @@ def test_the_cli_synthesizes_and_lists_the_levels(project):
     assert sorted(p.name for p in step_files(project).iterdir()) == [
         "L3.json", "L3.md", "L5.json", "L5.md", "decompsynth.json", "manual.md"]
     listed = runner.invoke(specs_app, ["list", "toy"])
-    assert "| 0.1.0 → 0.2.0 | L3, L5, manual |" in listed.output
+    assert "| 0.1.0 → 0.2.0 | L3, L5, manual" in listed.output
+    assert "L3: specs synth: DecompSynth (" in listed.output
     bad = runner.invoke(specs_app, ["synth", "toy", "--levels", "L1"])
     assert isinstance(bad.exception, SwechainError) and "unsupported level 'L1'" in str(bad.exception)

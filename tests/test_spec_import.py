@@ -207,7 +207,7 @@ def test_other_packages_and_repeated_steps_are_reported(project, tmp_path):
     assert [(r.status, r.reason) for r in report.rows] == [
         ("unmatched", "package Toy_Slug is not chain toy's package toyslug"),
         ("written", None),
-        ("duplicate", "same step as line 2; not written"),
+        ("duplicate", "same step as row 2; not written"),
     ]
 
 
@@ -253,14 +253,17 @@ def test_the_cli_imports_and_reports(project):
     runner = CliRunner()
     result = runner.invoke(specs_app, ["import", str(FIXTURE), "--chain", "toy", "--interface"])
     assert result.exit_code == 0, result.output
-    assert "| 0.2 → 0.3     | written   | markdown | 3       | specs/toy/0.2.0-0.3.0/L3.md" in result.output
+    assert ("| 0.2 → 0.3     | written   | markdown | 3       | specs/toy/0.2.0-0.3.0/ (L3, L3+interface)"
+            in result.output)
     assert "version 0.5.0 not in chain toy (0.1.0 .. 0.4.0)" in result.output
     assert "3 of 4 rows written at L3; 1 matched no step" in result.output
-    l3 = (specs(project, "0.2.0-0.3.0") / "L3.md").read_text()
+    assert (specs(project, "0.2.0-0.3.0") / "L3.md").read_text() == STEP_2_L3
+    l3 = (specs(project, "0.2.0-0.3.0") / "L3+interface.md").read_text()
     assert l3.startswith(STEP_2_L3.replace(" conceptual terms.\n", " conceptual terms. The changes of the public "
-                                           "interface follow.\n"))
+                                           "interface follow.\n").replace("(level L3)", "(level L3+interface)")
+                         .replace("(L3, conceptual)", "(L3+interface, conceptual)"))
     assert "### Renamed modules\n\n- `toyslug.core` → `toyslug.text`\n" in l3
     listed = runner.invoke(specs_app, ["list", "toy"])
-    assert "levels present for every step: L3, manual" in listed.output
+    assert "levels present for every step: L3, L3+interface, manual" in listed.output
     bad = runner.invoke(specs_app, ["import", str(FIXTURE), "--chain", "toy", "--level", "L1"])
     assert isinstance(bad.exception, SwechainError) and "unsupported level 'L1'" in str(bad.exception)

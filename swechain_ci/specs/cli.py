@@ -50,18 +50,21 @@ def specs_render(
 
 @specs_app.command("list")
 def specs_list(chain: Annotated[str, typer.Argument(help="chain id (chains/<id>/chain.yaml) or path")]) -> None:
-    """The specification levels present for each step."""
+    """The specification levels present for each step, and where each came from."""
     from swechain_ci.chain.definition import load_chain
-    from swechain_ci.specs.store import levels_available, spec_dir
+    from swechain_ci.specs.store import levels_available, provenance, spec_dir
 
     loaded = load_chain(chain)
     rows = []
     for index, (prev, next_) in enumerate(loaded.steps, start=loaded.step_offset + 1):
         folder = spec_dir(loaded) / f"{prev}-{next_}"
-        levels = sorted(p.stem for p in folder.glob("*.md")) if folder.is_dir() else []
-        rows.append([index, f"{prev} → {next_}", ", ".join(levels) or "-"])
-    typer.echo(tabulate(rows, headers=["step", "upgrade", "levels"], tablefmt="github"))
-    typer.echo(f"\nlevels present for every step: {', '.join(levels_available(loaded)) or 'none'}")
+        files = sorted(folder.glob("*.md")) if folder.is_dir() else []
+        rows.append([index, f"{prev} → {next_}", ", ".join(p.stem for p in files) or "-"])
+        for md in files:
+            rows.append(["", "", f"{md.stem}: {provenance(md)}"])
+    typer.echo(tabulate(rows, headers=["step", "upgrade", "levels (and where each came from)"], tablefmt="github"))
+    typer.echo(f"\nlevels present for every step: {', '.join(levels_available(loaded)) or 'none'}; "
+               f"default level: {loaded.config.default_spec_level}")
 
 
 @specs_app.command("synth")
@@ -76,8 +79,9 @@ def specs_synth(
     ] = None,
     levels: Annotated[str, typer.Option(help="levels to write, comma-separated, from L2,L3,L4,L5")] = "L2,L3,L4,L5",
     interface: Annotated[
-        bool, typer.Option("--interface/--no-interface", help="append the interface section (from the code, via ast)")
-    ] = True,
+        bool, typer.Option("--interface/--no-interface",
+                           help="also write <level>+interface, with the interface section (from the code, via ast)")
+    ] = False,
     jobs: Annotated[int, typer.Option(min=1, help="requests in flight at once")] = 4,
 ) -> None:
     """DecompSynth: L2-L5 from release notes and code hunks with an LLM (needs ANTHROPIC_API_KEY).
@@ -115,36 +119,38 @@ def specs_synth(
 
 @specs_app.command("import")
 def specs_import(
-    file: Annotated[str, typer.Argument(help="JSON lines with package, prev_ver, next_ver and specs (SWE-Chain layout)")],
+    source: Annotated[str, typer.Argument(
+        help="the dataset's data/specs_chain.parquet, the reference's metadata/ folder (or its <chain_id> folder), "
+             "or <chain>_specs_chain.jsonl")],
     chain: Annotated[str, typer.Option(help="chain id (chains/<id>/chain.yaml) or path")],
-    level: Annotated[str, typer.Option(help="the level to write: L2, L3, L4 or L5")] = "L3",
+    level: Annotated[str | None, typer.Option(
+        help="levels to write, comma-separated, from L2,L3,L4,L5; default: all four from a metadata folder, "
+             "else L3 (the paper's)")] = None,
     interface: Annotated[
         bool,
-        typer.Option("--interface/--no-interface", help="append the interface section (the published specs have none)"),
+        typer.Option("--interface/--no-interface",
+                     help="also write <level>+interface, with the interface section (the published specs have none)"),
     ] = False,
 ) -> None:
-    """Import published specifications, rendered at LEVEL; rows that match no step are reported."""
+    """Import the published specifications for CHAIN's steps; rows that match no step are reported."""
     from swechain_ci.chain.definition import load_chain
     from swechain_ci.settings import project_root
     from swechain_ci.specs.levels import SPEC_LEVELS, parse_levels
     from swechain_ci.specs.published import import_specs
 
-    chosen = parse_levels(level, SPEC_LEVELS)
-    if len(chosen) != 1:
-        from swechain_ci.errors import SwechainError
-
-        raise SwechainError(f"--level takes one level, got {level}")
-    report = import_specs(file, load_chain(chain), chosen[0], interface=interface)
+    chosen = parse_levels(level, SPEC_LEVELS) if level else None
+    report = import_specs(source, load_chain(chain), None, interface=interface, levels=chosen)
     root = project_root()
     rows = []
     for row in report.rows:
         where = "-"
         if row.written:
             md = Path(row.written[0])
-            where = md.relative_to(root) if md.is_relative_to(root) else md
+            folder = md.parent.relative_to(root) if md.is_relative_to(root) else md.parent
+            where = f"{folder}/ ({', '.join(Path(w).stem for w in row.written if w.endswith('.md'))})"
         rows.append([row.line, row.package, f"{row.prev_ver} → {row.next_ver}", row.status,
                      row.shape or "-", row.tasks if row.tasks is not None else "-", row.reason or where])
-    headers = ["line", "package", "versions", "status", "specs", "tasks", "written / reason"]
+    headers = ["row", "package", "versions", "status", "specs", "tasks", "written / reason"]
     typer.echo(tabulate(rows, headers=headers, tablefmt="github"))
     written = sum(1 for r in report.rows if r.status == "written")
     typer.echo(f"\n{written} of {len(report.rows)} rows written at {report.level}; "

@@ -696,24 +696,26 @@ def check_step_writable(chain: Chain, prev: str, next_: str, levels: Sequence[st
         check_writable(*level_files(chain, prev, next_, level))
 
 
-def write_step(chain: Chain, record: DecompSynthRecord, levels: Sequence[str], interface: bool = True,
+def write_step(chain: Chain, record: DecompSynthRecord, levels: Sequence[str], interface: bool = False,
                ) -> list[Path]:
-    """The record and the levels of one step; returns the Markdown files written."""
-    from swechain_ci.specs.interface import chain_interface_changes
+    """The record and the levels of one step (with ``interface``, also ``<level>+interface``);
+    returns the Markdown files written."""
+    from swechain_ci.specs.levels import with_interface
 
-    changes = chain_interface_changes(chain, record.prev_version, record.next_version) if interface else None
     source = f"DecompSynth ({record.model}) from the release notes and the code diff"
     written = []
     for level in levels:
-        spec = build_level(record.task_set, level, changes, generated_by=SYNTH, source=source)
+        spec = build_level(record.task_set, level, generated_by=SYNTH, source=source)
         written.append(write_level(chain, spec)[0])
+        if interface:
+            written.append(write_level(chain, with_interface(chain, spec))[0])
     record.levels = list(levels)
     write_model(record_path(chain, record.prev_version, record.next_version), record)
     return written
 
 
 def synth_chain(chain: Chain, levels: Sequence[str], model: str = DEFAULT_MODEL, base_url: str | None = None,
-                interface: bool = True, jobs: int = 4) -> list[tuple[DecompSynthRecord, list[Path]]]:
+                interface: bool = False, jobs: int = 4) -> list[tuple[DecompSynthRecord, list[Path]]]:
     """Every step of ``chain``: all steps are synthesized first (each exchange cached as it
     arrives), then written, so an error leaves no step half-written."""
     bad = [level for level in levels if level not in ("L2", "L3", "L4", "L5")]

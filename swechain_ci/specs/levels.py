@@ -39,7 +39,7 @@ from swechain_ci.errors import SwechainError
 from swechain_ci.records import write_text
 from swechain_ci.specs.changelog import ReleaseNotes, ReleaseTask
 from swechain_ci.specs.interface import InterfaceChanges, render_interface
-from swechain_ci.specs.store import spec_path
+from swechain_ci.specs.store import split_level, spec_path
 
 Level = Literal["L1", "L2", "L3", "L4", "L5"]
 LEVELS: tuple[Level, ...] = ("L1", "L2", "L3", "L4", "L5")
@@ -178,7 +178,7 @@ class LevelSpec(Strict):
 
     schema_version: Literal[1] = 1
     generated_by: Generator
-    level: Level
+    level: str = Field(pattern=r"^L[1-5](\+interface)?$")  # "+interface": with the interface section
     granularity: Granularity | None  # of expectation and constraints (L3-L5)
     chain: str
     package: str
@@ -308,10 +308,10 @@ def render_level_markdown(spec: LevelSpec) -> str:
     lines = [
         marker(spec.generated_by, spec.level),
         f"# {spec.package} {spec.prev_version} → {spec.next_version}: upgrade specification "
-        f"({spec.level}, {LEVEL_TITLES[spec.level]})",
+        f"({spec.level}, {LEVEL_TITLES[split_level(spec.level)[0]]})",
         "",
     ]
-    if spec.level == "L1":
+    if split_level(spec.level)[0] == "L1":
         assert spec.release_notes is not None
         lines += [
             head + f"The tasks are the release notes of {spec.next_version}, as written; the text of the issues "
@@ -321,7 +321,7 @@ def render_level_markdown(spec: LevelSpec) -> str:
             "",
         ]
     else:
-        lines += [head + LEVEL_INTROS[spec.level] + follow, ""]
+        lines += [head + LEVEL_INTROS[split_level(spec.level)[0]] + follow, ""]
         if not spec.tasks and not spec.additional:
             lines += ["This release has no task with an observable change.", ""]
         group = None
@@ -366,6 +366,16 @@ def check_writable(md: Path, js: Path) -> None:
             raise SwechainError(
                 f"{js}: exists and was not written by `{SYNTH}` or `{IMPORT}`; move it away to write this level there"
             )
+
+
+def with_interface(chain, spec: LevelSpec) -> LevelSpec:
+    """``spec`` as level ``<level>+interface``: the interface section appended."""
+    from swechain_ci.specs.interface import chain_interface_changes
+
+    return spec.model_copy(update={
+        "level": spec.level + "+interface",
+        "interface": chain_interface_changes(chain, spec.prev_version, spec.next_version),
+    })
 
 
 def write_level(chain, spec: LevelSpec) -> tuple[Path, Path]:

@@ -1,8 +1,19 @@
-"""``swechain-ci specs import``: specifications in the public SWE-Chain dataset layout.
+"""``swechain-ci specs import``: the published SWE-Chain specifications, as distributed.
 
-The dataset's ``<chain>_specs_chain.jsonl`` has one JSON object per line with ``package``,
-``prev_ver``, ``next_ver`` and ``specs`` (the reference runner writes ``specs`` to the
-agent's specification file as it is). ``specs`` is accepted as:
+Three layouts are read:
+
+- the dataset's ``data/specs_chain.parquet`` (columns ``chain_id``, ``step_id``, ``package``,
+  ``prev_ver``, ``next_ver``, ``specs``), through pyarrow (the optional extra ``parquet``);
+  rows are those whose ``chain_id`` is the chain's ``paper_id`` (chain.yaml);
+- the reference repository's ``metadata/`` folder (or one chain's folder in it):
+  ``<chain_id>/<version>/synthetic/v<version>_specs.json`` (every task's specification,
+  keyed by task id) and ``v<version>_specs.md`` (what the paper's agents read). The JSON gives
+  every level L2-L5; the Markdown says which tasks the reference listed under "Additional
+  Changes" (those it matched to no code hunk) and adds the extra tasks it found there;
+- JSON lines ``<chain>_specs_chain.jsonl`` (what the reference's ``load_dataset.py`` makes
+  of the parquet file), one object per line with ``package``, ``prev_ver``, ``next_ver``, ``specs``.
+
+The reference runner writes ``specs`` to the agent's specification file as it is. ``specs`` is accepted as:
 
 - a list of task specification objects with exactly the fields of ``levels.TaskSpec``;
 - an object of such objects keyed by their task id (the reference's ``v<next>_specs.json``,
@@ -21,8 +32,8 @@ text does not say whether those are conceptual or grounded, and ``L<n>.json`` sa
 L4 or L5 from one with behaviours and criteria (L5 is grounded by definition). Linked
 issue text and the "File Changes" list are not carried over.
 
-Rows are matched to the chain's steps by package name (PEP 503 normalised) and by
-version, compared as PEP 440 versions (``2.0`` equals ``2.0.0``; ``2.0.post1`` does not).
+Rows are matched to the chain's steps by its paper id (parquet, metadata folder) or by
+package name (PEP 503 normalised; JSON lines), and by version, compared as PEP 440 versions (``2.0`` equals ``2.0.0``; ``2.0.post1`` does not).
 Every row is validated before anything is written; rows that match no step are reported,
 not errors. The files are ``specs/<chain>/<prev>-<next>/L<n>.md`` and ``.json``, written by
 ``levels.py``.
@@ -78,13 +89,14 @@ _LIST_FIELDS = {
 
 class ImportedRow(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    line: int
+    line: int  # line of the JSON lines file, row of the parquet file, or number of the version folder
     package: str
     prev_ver: str
     next_ver: str
     status: Literal["written", "unmatched", "duplicate"]
     step: str | None = None  # "prev-next" as the chain names it
-    shape: Literal["tasks", "markdown"] | None = None
+    source: str | None = None  # where the row came from (file, row or folder, digest)
+    shape: Literal["tasks", "markdown", "tasks+markdown"] | None = None
     tasks: int | None = None
     reason: str | None = None
     written: list[str] = []
@@ -370,20 +382,143 @@ def build_row_spec(chain: Chain, step: tuple[str, str], specs: Any, level: str, 
     return build_level(task_set, level, generated_by=IMPORT, source=source), "tasks", len(task_specs)
 
 
-def import_specs(path: Path | str, chain: Chain, level: str = "L3", interface: bool = False) -> ImportReport:
-    """Validate every row of ``path``, then write the rows that match a step of ``chain``."""
+def _digest(*blobs: bytes) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for blob in blobs:
+        h.update(blob)
+    return h.hexdigest()[:16]
+
+
+def _parquet_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise SwechainError(f"{path}: reading parquet needs pyarrow; install the extra: "
+                            "pip install 'swechain-ci[parquet]'") from None
+    try:
+        rows = pq.read_table(path, columns=["chain_id", "step_id", "package", "prev_ver", "next_ver",
+                                            "specs"]).to_pylist()
+    except (OSError, ValueError, KeyError) as exc:  # pyarrow's errors derive from these
+        raise SwechainError(f"{path}: not the dataset's specs_chain.parquet ({str(exc).splitlines()[0]}); "
+                            "expected columns chain_id, step_id, package, prev_ver, next_ver, specs") from None
+    out = []
+    for number, row in enumerate(rows, start=1):
+        for key in ("chain_id", "package", "prev_ver", "next_ver"):
+            if not isinstance(row[key], str) or not row[key].strip():
+                raise SwechainError(f"{path}: row {number}: {key} must be a non-empty string")
+        out.append((number, row))
+    if not out:
+        raise SwechainError(f"{path}: holds no rows")
+    return out
+
+
+def _metadata_rows(folder: Path, chain: Chain) -> tuple[Path, list[tuple[int, dict[str, Any]]]]:
+    """Rows of the reference's ``metadata/<chain_id>/<version>/synthetic/`` files for ``chain``."""
+    paper_id = chain.config.paper_id
+    if not paper_id:
+        raise SwechainError(f"chain {chain.id} has no paper_id in {chain.folder / 'chain.yaml'}; the published "
+                            "folders are named by the paper's chain id (e.g. pyjwt_2.0.0_to_2.12.1)")
+    root = folder if folder.name == paper_id else folder / paper_id
+    if not root.is_dir():
+        raise SwechainError(f"{folder}: has no folder {paper_id} (chain {chain.id}'s paper_id); expected the "
+                            "reference repository's metadata/ folder or its chain folder")
+    rows = []
+    from packaging.version import InvalidVersion, Version
+
+    def order(p: Path) -> tuple[int, Any]:
+        try:
+            return (0, Version(p.name))
+        except InvalidVersion:
+            return (1, p.name)
+
+    for number, version_dir in enumerate(sorted((d for d in root.iterdir() if d.is_dir()), key=order), start=1):
+        js = version_dir / "synthetic" / f"v{version_dir.name}_specs.json"
+        md = js.with_suffix(".md")
+        if not js.is_file() and not md.is_file():
+            continue
+        previous = [v for v in chain.versions if chain.versions.index(v) > 0 and same_version(v, version_dir.name)]
+        prev = chain.versions[chain.versions.index(previous[0]) - 1] if previous else "?"
+        blobs = [f.read_bytes() for f in (js, md) if f.is_file()]
+        names = " + ".join(f.relative_to(root.parent).as_posix() for f in (js, md) if f.is_file())
+        rows.append((number, {
+            "package": chain.config.package, "prev_ver": prev, "next_ver": version_dir.name,
+            "json": json.loads(blobs[0]) if js.is_file() else None,
+            "specs": md.read_text(encoding="utf-8") if md.is_file() else None,
+            "source": f"published SWE-Chain specifications {names} (sha256 {_digest(*blobs)})",
+        }))
+    if not rows:
+        raise SwechainError(f"{root}: holds no <version>/synthetic/v<version>_specs.json or .md")
+    return root, rows
+
+
+def metadata_level_spec(chain: Chain, step: tuple[str, str], tasks_json: Any, markdown: str | None, level: str,
+                        where: str, source: str) -> tuple[LevelSpec, int]:
+    """A level from the reference's ``v<next>_specs.json``, arranged as its ``.md`` arranges it:
+    tasks numbered there are numbered, the others are "Additional changes"; extra tasks that
+    only the Markdown lists (found by Complete) are added there with their problem statement."""
+    prev, next_ = step
+    specs = structured_tasks(tasks_json, where)
+    numbered_titles: set[str] | None = None
+    extra: list[LevelTask] = []
+    if markdown is not None:
+        parsed, versions = parse_markdown(markdown, where)
+        if versions and not (same_version(versions[0], prev) and same_version(versions[1], next_)):
+            raise SwechainError(f"{where}: the Markdown title names {versions[0]} -> {versions[1]}, "
+                                f"the step {prev} -> {next_}")
+        numbered_titles = {t.title.strip() for t in parsed if t.number is not None}
+        known = {s.synthesized_requirement.problem_statement.strip() for s in specs}
+        for task in parsed:
+            if task.number is None and task.problem_statement.strip() not in known:
+                extra.append(LevelTask(number=None, task_id=f"published_additional_{len(extra) + 1}", title="",
+                                       type="OTHER", problem_statement=task.problem_statement))
+    task_set = TaskSet(
+        chain=chain.id, package=chain.config.package, prev_version=prev, next_version=next_, source="import",
+        release_notes=None,
+        tasks=[SpecTask(spec=s, origin="import",
+                        code_hunks=None if numbered_titles is None or s.title.strip() in numbered_titles else [])
+               for s in specs],
+    )
+    spec = build_level(task_set, level, generated_by=IMPORT, source=source)
+    spec.additional += extra
+    return spec, len(specs) + len(extra)
+
+
+def import_specs(path: Path | str, chain: Chain, level: str | None = "L3", interface: bool = False,
+                 levels: list[str] | None = None) -> ImportReport:
+    """Validate every row of ``path`` (parquet, metadata folder or JSON lines), then write the
+    rows that match a step of ``chain`` at each level (with ``interface``, also ``<level>+interface``).
+
+    Without levels: every level L2-L5 from a metadata folder, L3 (the paper's) otherwise."""
     path = Path(path)
-    if level not in SPEC_LEVELS:
-        raise SwechainError(f"`{IMPORT}` writes {', '.join(SPEC_LEVELS)}, not {level}; "
+    if not path.exists():
+        raise SwechainError(f"{path}: no such file or folder; give data/specs_chain.parquet, the reference's "
+                            "metadata/ folder, or a <chain>_specs_chain.jsonl file")
+    kind = "metadata" if path.is_dir() else "parquet" if path.suffix == ".parquet" else "jsonl"
+    chosen = levels or ([level] if level else (list(SPEC_LEVELS) if kind == "metadata" else ["L3"]))
+    bad = [lv for lv in chosen if lv not in SPEC_LEVELS]
+    if bad:
+        raise SwechainError(f"`{IMPORT}` writes {', '.join(SPEC_LEVELS)}, not {', '.join(bad)}; "
                             "L1 comes from `swechain-ci specs render`")
+    if kind == "metadata":
+        _, rows = _metadata_rows(path, chain)
+    elif kind == "parquet":
+        rows = _parquet_rows(path)
+    else:
+        rows = _read_rows(path)
     package = normalize_name(chain.config.package)
     reports: list[ImportedRow] = []
-    planned: list[tuple[ImportedRow, LevelSpec]] = []
+    planned: list[tuple[ImportedRow, list[LevelSpec]]] = []
     seen: dict[tuple[str, str], int] = {}
-    for number, row in _read_rows(path):
+    for number, row in rows:
         report = ImportedRow(line=number, package=row["package"], prev_ver=row["prev_ver"], next_ver=row["next_ver"],
                              status="unmatched")
         reports.append(report)
+        if kind == "parquet" and row["chain_id"] != chain.config.paper_id:
+            report.reason = (f"chain_id {row['chain_id']} is not chain {chain.id}'s paper_id "
+                             f"{chain.config.paper_id or '(none set in chain.yaml)'}")
+            continue
         if normalize_name(row["package"]) != package:
             report.reason = f"package {row['package']} is not chain {chain.id}'s package {chain.config.package}"
             continue
@@ -393,21 +528,36 @@ def import_specs(path: Path | str, chain: Chain, level: str = "L3", interface: b
             continue
         report.step = f"{step[0]}-{step[1]}"
         if step in seen:
-            report.status, report.reason = "duplicate", f"same step as line {seen[step]}; not written"
+            report.status, report.reason = "duplicate", f"same step as row {seen[step]}; not written"
             continue
         seen[step] = number
-        spec, shape, count = build_row_spec(chain, step, row["specs"], level, f"{path}:{number}",
-                                            f"imported from {path.name} line {number}")
-        report.status, report.shape, report.tasks = "written", shape, count
-        planned.append((report, spec))
-    for _, spec in planned:  # refuse before writing anything
-        check_writable(*level_files(chain, spec.prev_version, spec.next_version, level))
-    if planned and interface:
-        from swechain_ci.specs.interface import chain_interface_changes
+        if kind == "metadata":
+            where, source = f"{path} ({row['next_ver']})", row["source"]
+        elif kind == "parquet":
+            where = f"{path} row {number}"
+            source = (f"published SWE-Chain specifications {path.name} row {number} (chain_id {row['chain_id']}, "
+                      f"step_id {row['step_id']}, sha256 {_digest(str(row['specs']).encode())})")
+        else:
+            where, source = f"{path}:{number}", f"imported from {path.name} line {number}"
+        specs = []
+        for lv in chosen:
+            if kind == "metadata" and row["json"] is not None:
+                spec, count = metadata_level_spec(chain, step, row["json"], row["specs"], lv, where, source)
+                shape = "tasks+markdown" if row["specs"] is not None else "tasks"
+            else:
+                spec, shape, count = build_row_spec(chain, step, row["specs"], lv, where, source)
+            specs.append(spec)
+        report.status, report.shape, report.tasks, report.source = "written", shape, count, source
+        planned.append((report, specs))
+    if interface:
+        from swechain_ci.specs.levels import with_interface
 
-        for _, spec in planned:
-            spec.interface = chain_interface_changes(chain, spec.prev_version, spec.next_version)
-    for report, spec in planned:
-        md, js = write_level(chain, spec)
-        report.written = [str(md), str(js)]
-    return ImportReport(file=str(path), chain=chain.id, level=level, rows=reports)
+        planned = [(report, [*specs, *(with_interface(chain, s) for s in specs)]) for report, specs in planned]
+    for _, specs in planned:  # refuse before writing anything
+        for spec in specs:
+            check_writable(*level_files(chain, spec.prev_version, spec.next_version, spec.level))
+    for report, specs in planned:
+        for spec in specs:
+            md, js = write_level(chain, spec)
+            report.written += [str(md), str(js)]
+    return ImportReport(file=str(path), chain=chain.id, level=", ".join(chosen), rows=reports)
