@@ -83,6 +83,7 @@ def chain_build(
     chain: Annotated[str, typer.Argument(help="chain id (chains/<id>/chain.yaml) or path")],
     force: Annotated[bool, typer.Option(help="rebuild the oracle even if its inputs are unchanged")] = False,
     steps: Annotated[str | None, typer.Option(help="only steps A-B (1-based), e.g. 9-13")] = None,
+    job_summary: Annotated[bool, typer.Option(help="also write the oracle table to $GITHUB_STEP_SUMMARY")] = False,
 ) -> None:
     """Build the chain's images and oracle: which hidden tests each step must make pass."""
     from swechain_ci.chain.definition import load_chain
@@ -93,8 +94,17 @@ def chain_build(
     loaded = load_chain(chain).select_steps(steps)
     sandbox = DockerSandbox()
     built = oracle.build(sandbox, loaded, images.ensure_images(sandbox, loaded), force=force)
-    typer.echo(tabulate(oracle.summary_rows(built), headers="keys", tablefmt="github"))
+    table = tabulate(oracle.summary_rows(built), headers="keys", tablefmt="github")
+    typer.echo(table)
     typer.echo(f"\noracle stored at {oracle.oracle_path(loaded)}")
+    if job_summary:
+        from swechain_ci.github.reporting import write_job_summary
+
+        sane = sum(1 for s in built.sanity if s.ok)
+        write_job_summary(
+            f"# Oracle of {loaded.id}, steps {loaded.step_range}\n\n{table}\n\n"
+            f"{sane} of {len(built.sanity)} versions pass their sanity check.\n"
+        )
 
 
 @chain_app.command("diff")
