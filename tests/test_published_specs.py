@@ -117,3 +117,12 @@ def test_parquet_without_the_extra_names_it(project, tmp_path, monkeypatch):
 def test_a_chain_without_paper_id_cannot_take_the_metadata_layout(project):
     with pytest.raises(SwechainError, match=r"chain toy has no paper_id"):
         import_specs(PUBLISHED, load_chain("toy"), None)
+
+
+def test_every_paper_chain_defaults_to_the_papers_level():
+    from swechain_ci.chain.definition import available_chains
+
+    chains = [load_chain(c) for c in available_chains()]
+    paper = {c.id: c.config.default_spec_level for c in chains if c.config.paper_id}
+    assert "pyjwt" in paper and set(paper.values()) == {"L3"}
+    assert load_chain("toy").config.default_spec_level == "manual"  # the toy keeps its hand-written level
