@@ -3,29 +3,29 @@
 The definition is SEMANTICS.md, "Specifications (DecompSynth), granularity L1–L5". Per step:
 
 1. **Tasks**: the target version's release notes, one task per top-level item
-   (``changelog.chain_release_notes``; ids ``T1``, ``T2``, ...).
-2. **Divide**: the code diff (``diffs.read_diff(..., "code")``) is cut into hunks with
-   stable ids ``H1``, ``H2``, ... in diff order (each is a file plus one ``@@`` header).
-   :func:`batch_hunks` packs them into batches of at most 20 files, 150 hunks and
-   3,000 diff lines (a hunk's lines include its ``@@`` line), first-fit by size: hunks
-   sorted by size, largest first (ties in diff order), each placed into the first batch
-   with room; a hunk above the line limit gets a batch of its own. Per batch the model
-   assigns EVERY hunk to one or more task ids, or to ``doc`` (no runtime effect) or
-   ``others``. Missed hunks, hunk ids not in the batch, unknown targets and answers that
-   do not fit the schema are fed back in a correction message, up to 5 rounds; then the
-   step fails with an error naming the batch and what is still wrong. Valid entries of
-   earlier rounds are kept, and sending a hunk again replaces its entry. Batch results
-   are merged.
-3. **Conquer**: one specification per task from its release note and only its matched
-   code hunks; the step's test hunks are shown "for reference only" (within
-   :data:`TEST_CONTEXT_LINES` lines; beyond that the test hunks sharing most identifiers
-   with the task come first). The answer must validate strictly as
-   ``levels.TaskSpec`` (``extra="forbid"``, strict types, the task's own id, at least one
-   behaviour and one acceptance criterion); up to 3 attempts, each error fed back.
-4. **Complete**: code hunks assigned to ``others`` (and to no task) may become extra tasks
-   (ids ``X1``, ``X2``, ...), only for observable behaviour changes (the prompt rules out
-   version bumps, formatting, import order and internal refactors); "none" is a valid
-   answer. Each extra task must cite its hunks; up to 3 attempts.
+   (``changelog.chain_release_notes``), with the reference's ids ``task_1``, ``task_2``, ...
+2. **Divide**: the code diff (``diffs.read_diff(..., "code")``) and the test diff (``"tests"``)
+   are cut into hunks with stable ids (``H1``, ... and ``TH1``, ...; a hunk is a file plus one
+   ``@@`` header). :func:`hunks.batch_files` packs whole files into batches of at most 20
+   files, 150 hunks and 3,000 diff lines, first-fit, largest file first (ties in diff order);
+   a file over a limit gets a batch of its own. Per batch the model assigns EVERY hunk to
+   one or more task ids, or to ``doc`` (no runtime effect) or ``others``. Missed hunks, hunk
+   ids not in the batch, unknown targets and answers that do not fit the schema are fed
+   back; at most 5 requests per batch, then the step fails with an error naming the batch
+   and what is still wrong. Valid entries of earlier rounds are kept, and sending a hunk
+   again replaces its entry. Code and test batches are divided alike; results are merged.
+3. **Conquer**: one specification per task that Divide matched any hunk to, from its release
+   note and only its matched code hunks; its matched test hunks are shown "for reference
+   only". A task with no matched hunk is not specified (the record lists it). The answer must
+   validate strictly as ``levels.TaskSpec`` (``extra="forbid"``, strict types, the task's
+   own id, at least one behaviour and one acceptance criterion; an unknown ``type`` becomes
+   ``OTHER``, as the reference coerces it); up to 3 attempts, each error fed back.
+4. **Complete**: one request with the code hunks assigned to ``others`` (and to no task), the
+   test hunks assigned to ``others`` as supporting evidence, and the tasks already specified.
+   It may add tasks (ids ``new_task_1``, ...) only for observable behaviour changes grounded in
+   the code hunks (the prompt rules out version bumps, formatting, import order and internal
+   refactors); "none" is a valid answer. Each extra task must cite its code hunks; up to 3
+   attempts. Without ``others`` code hunks there is no request.
 
 **Answer format.** Every request offers exactly one tool and forces it
 (``tool_choice={"type": "tool", ...}``): ``assign_hunks`` (Divide),
@@ -34,7 +34,7 @@ the JSON schema of the strict pydantic model the answer is parsed with
 (:class:`DivideAnswer`, ``levels.TaskSpec``, :class:`CompleteAnswer`); a correction is a
 ``tool_result`` with ``is_error: true`` naming every problem.
 
-**Caching.** Each exchange (one Divide batch, one task's Conquer, one Complete batch) is
+**Caching.** Each exchange (one Divide batch, one task's Conquer, Complete) is
 cached under ``state_home()/decompsynth/<chain>/<prev>-<next>/`` by a hash of the
 model, the system prompt, the tool, the first message (which holds the tasks and hunks),
 ``max_tokens`` and the number of rounds allowed (no temperature is sent: anthropic 2.14
@@ -80,9 +80,8 @@ from swechain_ci.specs.hunks import (
     MAX_HUNKS,
     MAX_LINES,
     Hunk,
-    batch_hunks,
+    batch_files,
     parse_hunks,
-    select_test_hunks,
 )
 from swechain_ci.specs.levels import (
     SYNTH,
@@ -107,11 +106,11 @@ from swechain_ci.specs.llm import (
 )
 from swechain_ci.specs.store import spec_dir
 
-DIVIDE_CORRECTIONS = 5  # correction rounds after the first answer
+DIVIDE_ATTEMPTS = 5  # requests per batch: the answer and four corrections, as the reference
 CONQUER_ATTEMPTS = 3
 COMPLETE_ATTEMPTS = 3
 MAX_TOKENS = {"divide": 8192, "conquer": 4096, "complete": 8192}
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 RECORD_FILE = "decompsynth.json"
 SPECIAL_TARGETS = ("doc", "others")
 
@@ -123,7 +122,7 @@ Stage = Literal["divide", "conquer", "complete"]
 
 class HunkAssignment(Strict):
     hunk: str = Field(description="a hunk id shown in the message, e.g. H3")
-    targets: list[str] = Field(min_length=1, description='task ids (T1, ...), "doc" or "others"')
+    targets: list[str] = Field(min_length=1, description='task ids (task_1, ...), "doc" or "others"')
 
 
 class DivideAnswer(Strict):
@@ -133,7 +132,7 @@ class DivideAnswer(Strict):
 class ExtraTask(TaskFields):
     """A task found by Complete: a task specification without an id, citing its hunks."""
 
-    hunks: list[str] = Field(min_length=1, description="the ids of the hunks that make this change")
+    hunks: list[str] = Field(min_length=1, description="the ids of the code hunks that make this change")
 
 
 class CompleteAnswer(Strict):
@@ -162,7 +161,7 @@ def _tool(name: str, description: str, model: type[BaseModel]) -> dict[str, Any]
 
 DIVIDE_TOOL = _tool(
     "assign_hunks",
-    "Assign code hunks to release-note tasks, to \"doc\" (no runtime effect) or to \"others\".",
+    "Assign diff hunks to release-note tasks, to \"doc\" (no runtime effect) or to \"others\".",
     DivideAnswer,
 )
 CONQUER_TOOL = _tool("write_specification", "Write the specification of one task.", TaskSpec)
@@ -204,15 +203,15 @@ Release notes of {package} {next}, one task per item:
 
 {tasks}
 
-Code hunks of this batch ({count} of the release's {total} code hunks, batch {batch} of {batches}):
+{What} hunks of this batch ({count} of the release's {total} {what} hunks, batch {batch} of {batches}):
 
 {hunks}
 
 Call assign_hunks with an entry for EVERY hunk above. The targets of a hunk are one or more of:
-- a task id ({task_ids}): the hunk implements all or part of that task; a hunk may serve several tasks;
+- a task id ({task_ids}): the hunk implements {serves} all or part of that task; a hunk may serve several tasks;
 - "doc": the hunk has no runtime effect (comments, docstrings, formatting, annotations that serve no task);
-- "others": the hunk changes code that runs but serves no task above (for example a version bump, an \
-internal refactor, or a change the notes do not mention).
+- "others": the hunk serves no task above (for example a version bump, an internal refactor, or a \
+change the notes do not mention).
 Use exactly the hunk ids shown ({hunk_ids}) and no other."""
 
 CONQUER_PROMPT = """\
@@ -227,8 +226,8 @@ hunks only.
 
 {hunks}
 
-Test changes of this release, for reference only: they may clarify the intended behaviour, but the \
-specification must not describe, name or quote tests.
+Test hunks matched to this task, for reference only: they may clarify the intended behaviour, but the \
+specification must not describe, name or quote tests, and no requirement may come from them alone.
 
 {tests}
 
@@ -237,23 +236,38 @@ Call write_specification with the specification of this task:
 {fields}"""
 
 COMPLETE_PROMPT = """\
-These code hunks of {package} {prev} -> {next} change code that runs but were matched to no task \
-of the release notes:
+These code hunks of {package} {prev} -> {next} were matched to no task of the release notes:
 
 {hunks}
+
+Test hunks matched to no task, as supporting evidence only (no task may rest on tests alone):
+
+{tests}
 
 Tasks already specified (do not repeat them):
 {known}
 
-Decide whether any of these hunks makes an observable behaviour change that a user of the package \
+Decide whether any of the code hunks makes an observable behaviour change that a user of the package \
 would notice and that no task above covers. For each such change add one task with add_tasks, \
-citing its hunks by the ids shown ({hunk_ids}). Do NOT add tasks for version bumps, formatting, import \
+citing its code hunks by the ids shown ({hunk_ids}). Do NOT add tasks for version bumps, formatting, import \
 order, comments, internal refactors, or anything else without an observable effect. When nothing \
 qualifies, call add_tasks with an empty list: that is a normal answer.
 
 Fields of each task:
-- hunks: the ids of the hunks that make the change.
+- hunks: the ids of the code hunks that make the change.
 {fields}"""
+
+
+def spec_id(task: ReleaseTask) -> str:
+    """The reference's id of a release-note task: ``T3`` -> ``task_3``."""
+    return f"task_{task.id.removeprefix('T')}"
+
+
+def coerce_type(raw: Any) -> Any:
+    """An answer's unknown ``type`` becomes ``OTHER`` (as the reference's ``TaskSpec.from_dict``)."""
+    if isinstance(raw, dict) and raw.get("type") not in TASK_TYPES:
+        return {**raw, "type": "OTHER"}
+    return raw
 
 
 def _attr(value: str) -> str:
@@ -268,7 +282,7 @@ def _hunk_block(hunk: Hunk, tag: str = "hunk") -> str:
 
 def _note_block(task: ReleaseTask) -> str:
     category = f' category="{_attr(task.category)}"' if task.category else ""
-    return f'<task id="{task.id}"{category}>\n{task.text.strip()}\n</task>'
+    return f'<task id="{spec_id(task)}"{category}>\n{task.text.strip()}\n</task>'
 
 
 def _references(task: ReleaseTask) -> str:
@@ -345,8 +359,10 @@ class DecompSynthRecord(Record):
     limits: BatchLimits
     code_hunks: list[HunkRecord]
     files_without_hunks: list[str]  # changed code files with no hunk to assign (empty, renamed, binary)
-    test_hunks: int
-    batches: list[list[str]]  # hunk ids per Divide batch
+    test_hunks: list[HunkRecord]
+    batches: list[list[str]]  # code hunk ids per Divide batch
+    test_batches: list[list[str]]  # test hunk ids per Divide batch
+    unmatched_tasks: list[str]  # release-note tasks Divide matched no hunk to: not specified
     usage: StageUsage  # every request behind this output, cached or made now
     this_run: StageUsage  # the requests this run made (all zero when everything was cached)
     cache_files: list[str]  # under state_home()/decompsynth/<chain>/<prev>-<next>/
@@ -436,8 +452,9 @@ class Step:
 
     # -- Divide ------------------------------------------------------------------------------------
 
-    def divide(self, tasks: list[ReleaseTask], hunks: list[Hunk], batches: list[list[Hunk]]) -> dict[str, list[str]]:
-        task_ids = [t.id for t in tasks]
+    def divide(self, tasks: list[ReleaseTask], hunks: list[Hunk], batches: list[list[Hunk]],
+               what: Literal["code", "test"]) -> dict[str, list[str]]:
+        task_ids = [spec_id(t) for t in tasks]
         allowed = [*task_ids, *SPECIAL_TARGETS]
         notes = "\n\n".join(_note_block(t) for t in tasks) or f"(The release notes of {self.next_} list no task.)"
 
@@ -448,6 +465,7 @@ class Step:
                 package=self.chain.config.package, next=self.next_, tasks=notes, count=len(batch), total=len(hunks),
                 batch=number, batches=len(batches), hunks="\n\n".join(_hunk_block(h) for h in batch),
                 task_ids=", ".join(task_ids) or "none in this release", hunk_ids=", ".join(ids),
+                what=what, What=what.capitalize(), serves="" if what == "code" else "(tests)",
             )
 
             def revalidate(result: Any) -> dict[str, list[str]]:
@@ -457,9 +475,9 @@ class Step:
                     raise ValueError("stale")
                 return result
 
-            return self.exchange("divide", f"b{number}", prompt, DIVIDE_TOOL,
-                                 lambda: divide_check(ids, allowed), revalidate, 1 + DIVIDE_CORRECTIONS,
-                                 cache_prompt=True)
+            label = f"{'b' if what == 'code' else 't'}{number}"
+            return self.exchange("divide", label, prompt, DIVIDE_TOOL, lambda: divide_check(ids, allowed), revalidate,
+                                 DIVIDE_ATTEMPTS, cache_prompt=True)
 
         merged: dict[str, list[str]] = {}
         for result in self.map(one, list(enumerate(batches, start=1))):
@@ -469,51 +487,45 @@ class Step:
     # -- Conquer -----------------------------------------------------------------------------------
 
     def conquer(self, task: ReleaseTask, code: list[Hunk], tests: list[Hunk]) -> TaskSpec:
-        shown, left_out = select_test_hunks(tests, task.text, code)
-        test_text = "\n\n".join(_hunk_block(h, "test_hunk") for h in shown) or "(This release changes no test.)"
-        if left_out:
-            test_text += f"\n\n({left_out} more test hunks are not shown.)"
+        test_text = "\n\n".join(_hunk_block(h, "test_hunk") for h in tests) or "(No test hunk was matched to this task.)"
         hunk_text = "\n\n".join(_hunk_block(h) for h in code) or (
-            "(No code hunk was matched to this task: it may have no runtime effect, or be implemented outside "
-            "the Python code.)"
+            "(No code hunk was matched to this task, only test hunks: it may have no runtime effect, or be "
+            "implemented outside the Python code.)"
         )
+        ident = spec_id(task)
         prompt = CONQUER_PROMPT.format(
-            task_id=task.id, package=self.chain.config.package, next=self.next_,
+            task_id=ident, package=self.chain.config.package, next=self.next_,
             category=f" (category: {task.category})" if task.category else "", text=task.text.strip(),
             references=_references(task), hunks=hunk_text, tests=test_text, fields=self.fields(),
         )
-        result = self.exchange("conquer", task.id, prompt, CONQUER_TOOL, lambda: conquer_check(task.id),
+        result = self.exchange("conquer", ident, prompt, CONQUER_TOOL, lambda: conquer_check(ident),
                                lambda r: TaskSpec.model_validate(r).model_dump(mode="json"), CONQUER_ATTEMPTS)
         return TaskSpec.model_validate(result)
 
     # -- Complete ----------------------------------------------------------------------------------
 
-    def complete(self, others: list[Hunk], known: list[TaskSpec]) -> list[ExtraTask]:
+    def complete(self, others: list[Hunk], test_others: list[Hunk], known: list[TaskSpec]) -> list[ExtraTask]:
         if not others:
             return []
-        batches = batch_hunks(others, self.limits.max_files, self.limits.max_hunks, self.limits.max_lines)
-        known_text = "\n".join(f"- {t.task_id}: {t.title}" for t in known) or "(none)"
+        ids = [h.id for h in others]
+        known_text = "\n".join(f"- {t.task_id}: {t.title}. {t.synthesized_requirement.problem_statement}"
+                                for t in known) or "(none)"
+        prompt = COMPLETE_PROMPT.format(
+            package=self.chain.config.package, prev=self.prev, next=self.next_,
+            hunks="\n\n".join(_hunk_block(h) for h in others),
+            tests="\n\n".join(_hunk_block(h, "test_hunk") for h in test_others) or "(none)",
+            known=known_text, hunk_ids=", ".join(ids), fields=self.fields(),
+        )
 
-        def one(numbered: tuple[int, list[Hunk]]) -> list[ExtraTask]:
-            number, batch = numbered
-            ids = [h.id for h in batch]
-            prompt = COMPLETE_PROMPT.format(
-                package=self.chain.config.package, prev=self.prev, next=self.next_,
-                hunks="\n\n".join(_hunk_block(h) for h in batch), known=known_text, hunk_ids=", ".join(ids),
-                fields=self.fields(),
-            )
+        def revalidate(result: Any) -> list[dict[str, Any]]:
+            answer = CompleteAnswer.model_validate({"tasks": result})
+            if any(h not in ids for t in answer.tasks for h in t.hunks):
+                raise ValueError("stale")
+            return result
 
-            def revalidate(result: Any) -> list[dict[str, Any]]:
-                answer = CompleteAnswer.model_validate({"tasks": result})
-                if any(h not in ids for t in answer.tasks for h in t.hunks):
-                    raise ValueError("stale")
-                return result
-
-            result = self.exchange("complete", f"b{number}", prompt, COMPLETE_TOOL, lambda: complete_check(ids),
-                                   revalidate, COMPLETE_ATTEMPTS)
-            return [ExtraTask.model_validate(t) for t in result]
-
-        return [t for found in self.map(one, list(enumerate(batches, start=1))) for t in found]
+        result = self.exchange("complete", "others", prompt, COMPLETE_TOOL, lambda: complete_check(ids), revalidate,
+                               COMPLETE_ATTEMPTS)
+        return [ExtraTask.model_validate(t) for t in result]
 
 
 def divide_check(ids: list[str], allowed: list[str]) -> Check:
@@ -559,7 +571,7 @@ def divide_check(ids: list[str], allowed: list[str]) -> Check:
 def conquer_check(task_id: str) -> Check:
     def check(raw: Any) -> tuple[Any, str | None]:
         try:
-            spec = TaskSpec.model_validate(raw)
+            spec = TaskSpec.model_validate(coerce_type(raw))
         except ValidationError as exc:
             return None, ("The specification does not fit the schema of write_specification:\n" + validation_problems(exc)
                           + "\nCall write_specification again with the complete, corrected specification.")
@@ -580,6 +592,8 @@ def conquer_check(task_id: str) -> Check:
 
 def complete_check(ids: list[str]) -> Check:
     def check(raw: Any) -> tuple[Any, str | None]:
+        if isinstance(raw, dict) and isinstance(raw.get("tasks"), list):
+            raw = {**raw, "tasks": [coerce_type(t) for t in raw["tasks"]]}
         try:
             answer = CompleteAnswer.model_validate(raw)
         except ValidationError as exc:
@@ -611,13 +625,20 @@ class StepInputs:
     bare: list[str]
     tests: list[Hunk]
     batches: list[list[Hunk]]
+    test_batches: list[list[Hunk]]
 
 
 def step_inputs(chain: Chain, prev: str, next_: str, limits: BatchLimits) -> StepInputs:
     notes = chain_release_notes(chain, next_)
     code, bare = parse_hunks(read_diff(chain, prev, next_, "code"), "H")
     tests, _ = parse_hunks(read_diff(chain, prev, next_, "tests"), "TH")
-    return StepInputs(notes, code, bare, tests, batch_hunks(code, limits.max_files, limits.max_hunks, limits.max_lines))
+    size = (limits.max_files, limits.max_hunks, limits.max_lines)
+    return StepInputs(notes, code, bare, tests, batch_files(code, *size), batch_files(tests, *size))
+
+
+def hunk_record(hunk: Hunk, targets: list[str]) -> HunkRecord:
+    return HunkRecord(id=hunk.id, file=hunk.file, status=hunk.status, header=hunk.header, lines=hunk.lines,
+                      added=hunk.added, removed=hunk.removed, targets=targets)
 
 
 def input_hash(step: Step, inputs: StepInputs) -> str:
@@ -639,21 +660,26 @@ def synthesize_step(chain: Chain, prev: str, next_: str, llm: LLM, jobs: int = 4
     inputs = step_inputs(chain, prev, next_, step.limits)
     tasks = inputs.notes.tasks
 
-    targets = step.divide(tasks, inputs.code, inputs.batches) if inputs.code else {}
-    by_task = {t.id: [h for h in inputs.code if t.id in targets[h.id]] for t in tasks}
-    others = [h for h in inputs.code
-              if "others" in targets[h.id] and not any(t in targets[h.id] for t in by_task)]
+    code_targets = step.divide(tasks, inputs.code, inputs.batches, "code") if inputs.code else {}
+    test_targets = step.divide(tasks, inputs.tests, inputs.test_batches, "test") if inputs.tests else {}
+    code_of = {t.id: [h for h in inputs.code if spec_id(t) in code_targets[h.id]] for t in tasks}
+    tests_of = {t.id: [h for h in inputs.tests if spec_id(t) in test_targets[h.id]] for t in tasks}
+    matched = [t for t in tasks if code_of[t.id] or tests_of[t.id]]
+    task_ids = {spec_id(t) for t in tasks}
 
-    specs = step.map(lambda t: step.conquer(t, by_task[t.id], inputs.tests), list(tasks))
-    extra = step.complete(others, specs)
+    def others(hunks: list[Hunk], targets: dict[str, list[str]]) -> list[Hunk]:
+        return [h for h in hunks if "others" in targets[h.id] and not task_ids & set(targets[h.id])]
+
+    specs = step.map(lambda t: step.conquer(t, code_of[t.id], tests_of[t.id]), matched)
+    extra = step.complete(others(inputs.code, code_targets), others(inputs.tests, test_targets), specs)
 
     spec_tasks = [
-        SpecTask(spec=spec, origin="release_notes", release_task=task, code_hunks=[h.id for h in by_task[task.id]])
-        for task, spec in zip(tasks, specs, strict=True)
+        SpecTask(spec=spec, origin="release_notes", release_task=task, code_hunks=[h.id for h in code_of[task.id]])
+        for task, spec in zip(matched, specs, strict=True)
     ]
     for number, found in enumerate(extra, start=1):
         fields = found.model_dump(mode="json", exclude={"hunks"})
-        spec = TaskSpec.model_validate({"task_id": f"X{number}", **fields})
+        spec = TaskSpec.model_validate({"task_id": f"new_task_{number}", **fields})
         spec_tasks.append(SpecTask(spec=spec, origin="complete", code_hunks=list(found.hunks)))
 
     usage, this_run = StageUsage(), StageUsage()
@@ -666,10 +692,10 @@ def synthesize_step(chain: Chain, prev: str, next_: str, llm: LLM, jobs: int = 4
     return DecompSynthRecord(
         chain=chain.id, package=chain.config.package, prev_version=prev, next_version=next_, model=llm.model,
         base_url=llm.base_url, price=llm.price, input_hash=input_hash(step, inputs), limits=step.limits,
-        code_hunks=[HunkRecord(id=h.id, file=h.file, status=h.status, header=h.header, lines=h.lines, added=h.added,
-                               removed=h.removed, targets=targets[h.id]) for h in inputs.code],
-        files_without_hunks=inputs.bare, test_hunks=len(inputs.tests),
-        batches=[[h.id for h in b] for b in inputs.batches], usage=usage, this_run=this_run,
+        code_hunks=[hunk_record(h, code_targets[h.id]) for h in inputs.code],
+        files_without_hunks=inputs.bare, test_hunks=[hunk_record(h, test_targets[h.id]) for h in inputs.tests],
+        batches=[[h.id for h in b] for b in inputs.batches], test_batches=[[h.id for h in b] for b in inputs.test_batches],
+        unmatched_tasks=[spec_id(t) for t in tasks if t not in matched], usage=usage, this_run=this_run,
         cache_files=sorted({name for _, name, *_ in step.used}),
         task_set=TaskSet(chain=chain.id, package=chain.config.package, prev_version=prev, next_version=next_,
                          source="decompsynth", release_notes=inputs.notes, tasks=spec_tasks),

@@ -1,8 +1,7 @@
-"""Diff hunks: parsed, batched for divide, and picked as test context for conquer."""
+"""Diff hunks: parsed, and batched by whole files for Divide."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -16,7 +15,6 @@ from swechain_ci.errors import SwechainError
 MAX_FILES = 20
 MAX_HUNKS = 150
 MAX_LINES = 3000
-TEST_CONTEXT_LINES = 1500
 
 class Hunk(BaseModel):
     """One ``@@`` hunk of a step's diff, with a stable id."""
@@ -61,62 +59,29 @@ def parse_hunks(patch: str, prefix: str = "H") -> tuple[list[Hunk], list[str]]:
     return hunks, bare
 
 
-def batch_hunks(
+def batch_files(
     hunks: Sequence[Hunk], max_files: int = MAX_FILES, max_hunks: int = MAX_HUNKS, max_lines: int = MAX_LINES,
 ) -> list[list[Hunk]]:
-    """First-fit by size: largest hunk first (ties in diff order), into the first batch where
-    the files, hunks and lines stay within the limits, else into a new batch. A hunk longer
-    than ``max_lines`` fills a batch of its own. Batches keep the order they were opened
-    in; the hunks inside a batch are in diff order."""
+    """Whole files into batches, as the reference's matching does: each changed file (all its
+    hunks) is one unit sized by its lines; units go largest first (ties in diff order) into the
+    first batch where files, hunks and lines stay within the limits, else into a new batch. A
+    file over a limit fills a batch of its own. Batches keep the order they were opened in;
+    the hunks inside a batch are in diff order."""
     order = {h.id: i for i, h in enumerate(hunks)}
+    files: dict[str, list[Hunk]] = {}
+    for hunk in hunks:
+        files.setdefault(hunk.file, []).append(hunk)
+    units = sorted(files.values(), key=lambda unit: (-sum(h.lines for h in unit), order[unit[0].id]))
     batches: list[list[Hunk]] = []
-    stats: list[tuple[set[str], int, int]] = []  # (files, hunks, lines)
-    for hunk in sorted(hunks, key=lambda h: (-h.lines, order[h.id])):
-        for index, (files, count, lines) in enumerate(stats):
-            if (len(files | {hunk.file}) <= max_files and count + 1 <= max_hunks
-                    and lines + hunk.lines <= max_lines):
-                batches[index].append(hunk)
-                stats[index] = (files | {hunk.file}, count + 1, lines + hunk.lines)
+    stats: list[tuple[int, int, int]] = []  # (files, hunks, lines)
+    for unit in units:
+        lines = sum(h.lines for h in unit)
+        for index, (n_files, n_hunks, n_lines) in enumerate(stats):
+            if n_files + 1 <= max_files and n_hunks + len(unit) <= max_hunks and n_lines + lines <= max_lines:
+                batches[index].extend(unit)
+                stats[index] = (n_files + 1, n_hunks + len(unit), n_lines + lines)
                 break
         else:
-            batches.append([hunk])
-            stats.append(({hunk.file}, 1, hunk.lines))
+            batches.append(list(unit))
+            stats.append((1, len(unit), lines))
     return [sorted(batch, key=lambda h: order[h.id]) for batch in batches]
-
-
-
-IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
-
-
-def _changed_words(text: str) -> set[str]:
-    words: set[str] = set()
-    for line in text.splitlines():
-        if line[:1] in "+-" and not line.startswith(("+++", "---")):
-            words |= set(IDENT.findall(line))
-    return words
-
-
-def select_test_hunks(tests: list[Hunk], note: str, code: list[Hunk], budget: int = TEST_CONTEXT_LINES,
-                      ) -> tuple[list[Hunk], int]:
-    """The test hunks shown with a task, and how many are left out. All of them when they fit
-    in ``budget`` lines; else those sharing identifiers with the note and the task's code,
-    most shared first, as long as they fit (shown in diff order)."""
-    if sum(h.lines for h in tests) <= budget:
-        return list(tests), 0
-    words = set(IDENT.findall(note))
-    for hunk in code:
-        words |= _changed_words(hunk.text)
-    scored = sorted(((len(_changed_words(h.text) & words), i, h) for i, h in enumerate(tests)),
-                    key=lambda s: (-s[0], s[1]))
-    chosen: list[tuple[int, Hunk]] = []
-    used = 0
-    for score, index, hunk in scored:
-        if score == 0:
-            break
-        if used + hunk.lines <= budget:
-            chosen.append((index, hunk))
-            used += hunk.lines
-    chosen.sort(key=lambda c: c[0])
-    return [h for _, h in chosen], len(tests) - len(chosen)
-
-
