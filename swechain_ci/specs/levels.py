@@ -19,7 +19,8 @@ Layout (as the reference implementation renders its specifications): tasks are g
 by type in the order of :data:`GROUPS` and numbered 1, 2, ... across the groups, in
 task-set order within a group. A task that DecompSynth matched to no code hunk is listed
 under "Additional changes" with its problem statement only, at every level from L2 on.
-The interface section (``interface.render_interface``) may follow at any level.
+With the interface section (``interface.render_interface``) appended, a level is named
+``<level>+interface`` (its own files, never mixed with the plain level).
 
 ``specs/<chain>/<prev>-<next>/L<n>.md`` is what an agent reads; ``L<n>.json`` next to it
 holds the same content as data (:class:`LevelSpec`). Only files written by
