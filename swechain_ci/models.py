@@ -248,6 +248,9 @@ class StepScore(BaseModel):
     agent_status: str
     cost_usd: float | None = None
     wall_s: float = 0.0
+    failure_modes_build: dict[str, int] = Field(
+        default_factory=dict, description="failure mode -> unresolved and regressed tests (scoring/failure_modes.py)")
+    failure_modes_build_fix: dict[str, int] = Field(default_factory=dict)
 
 
 class Scorecard(Record):
@@ -262,3 +265,6 @@ class Scorecard(Record):
     build_fix: Metrics
     cost_usd: float | None = Field(None, description="the agent's cost over the scored steps, where known")
     steps: list[StepScore]
+    oracle_hash: str | None = Field(None, description="the chain oracle the run was scored against")
+    failure_modes_build: dict[str, int] = Field(default_factory=dict, description="the steps' failure modes, summed")
+    failure_modes_build_fix: dict[str, int] = Field(default_factory=dict)

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from swechain_ci.evaluation.outcomes import scored_universe
+from swechain_ci.scoring import failure_modes
 from swechain_ci.models import (
     SCOREABLE,
     Category,
@@ -19,6 +20,7 @@ from swechain_ci.models import (
     Status,
     StepRecord,
     StepScore,
+    TestRun,
 )
 
 
@@ -97,6 +99,17 @@ def category_tally(categories: Mapping[str, Category]) -> dict[Category, int]:
     return {c: tally[c] for c in Category}
 
 
+def _modes(run: TestRun, categories: Mapping[str, Category]) -> dict[str, int]:
+    return {m.value: n for m, n in failure_modes.tally(failure_modes.classify_phase(run, categories)).items()}
+
+
+def _summed(per_step: Iterable[dict[str, int]]) -> dict[str, int]:
+    totals: Counter[str] = Counter({m.value: 0 for m in failure_modes.FailureMode})
+    for modes in per_step:
+        totals.update(modes)
+    return dict(totals)
+
+
 def score_step(step: StepRecord) -> tuple[StepScore, Counts, Counts]:
     """Score one step's Build and Build+Fix from its stored outcome maps."""
     universe = scored_universe(step.new_gold, [*step.flaky, *step.needs_network])
@@ -119,6 +132,8 @@ def score_step(step: StepRecord) -> tuple[StepScore, Counts, Counts]:
         agent_status=final.agent.status,
         cost_usd=sum(costs) if costs else None,
         wall_s=sum(p.agent.wall_s for p in phases),
+        failure_modes_build=_modes(step.build.run, build_categories),
+        failure_modes_build_fix=_modes(final.run, final_categories),
     )
     return score, build_counts, final_counts
 
@@ -137,4 +152,7 @@ def scorecard(run: RunRecord, steps: list[StepRecord]) -> Scorecard:
         build_fix=chain_metrics(f for _, _, f in scored),
         cost_usd=sum(costs) if (costs := [s.cost_usd for s, _, _ in scored if s.cost_usd is not None]) else None,
         steps=[s for s, _, _ in scored],
+        oracle_hash=run.oracle_hash,
+        failure_modes_build=_summed(s.failure_modes_build for s, _, _ in scored),
+        failure_modes_build_fix=_summed(s.failure_modes_build_fix for s, _, _ in scored),
     )
