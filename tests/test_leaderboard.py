@@ -160,3 +160,13 @@ def test_cli_leaderboard(runs, tmp_path):
     assert "superseded by the later" in result.stderr
     assert (out / "leaderboard.png").read_bytes().startswith(PNG)
     assert json.loads((out / "leaderboard.json").read_text())["rows"][0]["agent"] == "beta"
+
+
+def test_runs_with_the_interface_section_are_a_row_of_their_own(tmp_path):
+    card(tmp_path / "plain", "alpha", "c1", m(0.5, 0.5, 0.5), m(0.5, 0.5, 0.5), mtime=1_000_000_000)
+    card(tmp_path / "newer-with-interface", "alpha", "c1", m(0.9, 0.9, 0.9), m(0.9, 0.9, 0.9),
+         mtime=2_000_000_000, spec_level="L3+interface")
+    board = build_leaderboard([tmp_path])
+    rows = {r.agent: (r.build_fix.f1.value, [c.spec_level for c in r.results]) for r in board.rows}
+    assert rows == {"alpha+interface": (0.9, ["L3+interface"]), "alpha": (0.5, ["L3"])}
+    assert board.superseded == []  # the newer run at L3+interface does not replace the L3 one

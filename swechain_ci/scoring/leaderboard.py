@@ -25,6 +25,7 @@ from tabulate import tabulate
 from swechain_ci.errors import SwechainError
 from swechain_ci.models import Metrics, Record, Scorecard
 from swechain_ci.records import read_model, write_bytes, write_model, write_text
+from swechain_ci.specs.store import INTERFACE, split_level
 
 # The SWE-Chain paper's Build+Fix mean over its 9 agent configurations: a reference for
 # orientation, shown as a footnote in leaderboard.md, never used as a score.
@@ -125,6 +126,13 @@ def _rank_key(row: AgentRow) -> tuple:
     return (f1 is None, -(f1 or 0.0), res is None, -(res or 0.0), row.agent)
 
 
+def _entrant(card: Scorecard) -> str:
+    """The row a scorecard counts in: runs whose specifications carried the interface section
+    (level ``<level>+interface``) form a row of their own, never averaged with, nor superseding,
+    the agent's runs without it."""
+    return card.agent + (INTERFACE if split_level(card.spec_level)[1] else "")
+
+
 def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) -> Leaderboard:
     paths = find_scorecards(folders)
     if not paths:
@@ -139,7 +147,7 @@ def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) ->
     groups: dict[tuple[str, str], list[tuple[Path, Scorecard]]] = {}
     # oldest first; the path breaks ties in modification time
     for path, card in sorted(cards, key=lambda pc: (pc[0].stat().st_mtime_ns, str(pc[0]))):
-        groups.setdefault((card.agent, card.chain), []).append((path, card))
+        groups.setdefault((_entrant(card), card.chain), []).append((path, card))
     latest = {key: group[-1] for key, group in groups.items()}
     superseded = [Superseded(agent=agent, chain=chain, kept=str(group[-1][0]), dropped=str(path))
                   for (agent, chain), group in groups.items() for path, _ in group[:-1]]
