@@ -198,6 +198,87 @@ def report(output: Annotated[Path, typer.Argument(help="a run's results folder")
     typer.echo(render(read_model(output / "scorecard.json", Scorecard)))
 
 
+@app.command("site")
+def site(
+    output: Annotated[Path, typer.Argument(help="a new folder for the site")],
+    runs: Annotated[list[Path] | None, typer.Argument(help="folders searched for runs (scorecard.json, run.json, steps/)")] = None,
+    history: Annotated[Path, typer.Option(help="weekly leaderboard snapshots (YYYY-Www.json)")] = Path("reports/history"),
+    leaderboard: Annotated[Path | None, typer.Option(
+        help="the current leaderboard.json; default: built from RUNS, else the latest snapshot")] = None,
+    week: Annotated[str | None, typer.Option(help="the current ISO week, e.g. 2026-W49; default this week")] = None,
+    llm_summary: Annotated[bool, typer.Option(help="add a model-written sentence per failed step (Anthropic API; cached)")] = False,
+    model: Annotated[str | None, typer.Option(help="model for --llm-summary")] = None,
+) -> None:
+    """Build the static site: leaderboard (Average and per chain), a page per run, the trend over the weeks."""
+    from swechain_ci.records import read_model
+    from swechain_ci.scoring.leaderboard import Leaderboard, build_leaderboard
+    from swechain_ci.site.build import build_site
+    from swechain_ci.site.history import check_week, load_history, this_week
+
+    snapshots = load_history(history)
+    if leaderboard is not None:
+        board = read_model(leaderboard, Leaderboard)
+    elif runs:
+        board = build_leaderboard(runs)
+    elif snapshots:
+        board = snapshots[-1][1]
+    else:
+        raise SwechainError(f"nothing to show: no runs given and no snapshots in {history}; "
+                            "give run folders, --leaderboard or --history")
+    summarize = None
+    if llm_summary:
+        from swechain_ci.site.summary import StepSummarizer
+        from swechain_ci.specs.llm import DEFAULT_MODEL, make_llm
+
+        summarize = StepSummarizer(make_llm(model or DEFAULT_MODEL))
+    pages = build_site(output, board, snapshots, check_week(week) if week else this_week(), summarize)
+    typer.echo(f"site written to {output}: {len(pages)} pages")
+
+
+@app.command("snapshot")
+def snapshot(
+    leaderboard: Annotated[Path, typer.Option(help="the leaderboard.json to keep")] = Path("reports/leaderboard.json"),
+    history: Annotated[Path, typer.Option(help="where the weekly snapshots live")] = Path("reports/history"),
+    week: Annotated[str | None, typer.Option(help="ISO week, e.g. 2026-W49; default this week")] = None,
+) -> None:
+    """Keep the leaderboard as this week's history snapshot (one per week; a second run that week replaces it)."""
+    from swechain_ci.records import read_model
+    from swechain_ci.scoring.leaderboard import Leaderboard
+    from swechain_ci.site.history import record_snapshot
+
+    path = record_snapshot(read_model(leaderboard, Leaderboard), history, week)
+    typer.echo(f"snapshot {path}")
+
+
+@app.command("alerts")
+def alerts(
+    history: Annotated[Path, typer.Option(help="weekly leaderboard snapshots (YYYY-Www.json)")] = Path("reports/history"),
+    threshold: Annotated[float, typer.Option(min=0.0, max=1.0, help="alert when chain B+F F1 or resolving drops by more than this (0.05 = 5 points)")] = 0.05,
+    comment_on: Annotated[int | None, typer.Option(min=1, help="report on GitHub as a comment on this issue")] = None,
+    open_issue: Annotated[str | None, typer.Option(help="report on GitHub as a new issue with this title")] = None,
+    site_url: Annotated[str | None, typer.Option(help="the published site, to link the run pages")] = None,
+) -> None:
+    """Compare the latest weekly snapshot with the one before: oracle changes and drops, first in the job summary."""
+    from swechain_ci.github.alerts import post_alerts
+    from swechain_ci.github.reporting import GitHubReporter, write_job_summary
+    from swechain_ci.site.history import load_history, regressions, render_alerts
+
+    snapshots = load_history(history)
+    if len(snapshots) < 2:
+        typer.echo(f"{len(snapshots)} snapshot(s) in {history}: nothing to compare yet")
+        return
+    found = regressions(snapshots[-2], snapshots[-1], threshold)
+    if not found:
+        typer.echo(f"no alerts: {snapshots[-2][0]} -> {snapshots[-1][0]}, threshold {100 * threshold:g} points")
+        return
+    markdown = render_alerts(found, threshold, site_url)
+    write_job_summary(markdown)
+    typer.echo(markdown)
+    if comment_on is not None or open_issue is not None:
+        with GitHubReporter.from_env() as reporter:
+            typer.echo(f"alerts reported at {post_alerts(reporter, markdown, comment_on, open_issue)}")
+
+
 def main() -> None:
     """The console script: a SwechainError is one line on stderr and exit status 2."""
     try:

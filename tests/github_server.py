@@ -7,6 +7,7 @@ PyGithub client, under both base URL styles: the bare root (``http://HOST:PORT``
     GET   /user                                        the token's user (403 for an Actions app token)
     GET   /repos/{owner}/{repo}
     GET   /repos/{owner}/{repo}/issues/{n}             a pull request is an issue
+    POST  /repos/{owner}/{repo}/issues                 a new issue (alerts)
     GET   /repos/{owner}/{repo}/pulls/{n}
     GET   /repos/{owner}/{repo}/issues/{n}/comments    paginated (per_page, page, Link header)
     POST  /repos/{owner}/{repo}/issues/{n}/comments
@@ -101,6 +102,7 @@ class GitHubState:
     repository: str | None = None  # None: any owner/name is served (from this one store)
     tokens: dict[str, str | None] = field(default_factory=lambda: {"test-token": "swechain-bot"})
     pulls: dict[int, str] = field(default_factory=lambda: {1: "a" * 40}, metadata={"doc": "number -> head sha"})
+    issues: dict[int, dict[str, str]] = field(default_factory=dict, metadata={"doc": "number -> title, body"})
     comments: list[Comment] = field(default_factory=list)
     statuses: list[CommitStatus] = field(default_factory=list)
     dispatches: list[dict[str, Any]] = field(default_factory=list, metadata={"doc": "workflow, ref, inputs"})
@@ -291,6 +293,15 @@ def _issue_json(state: GitHubState, repo: str, number: int, base: str, pull: boo
     return data
 
 
+def _plain_issue_json(state: GitHubState, repo: str, number: int, base: str) -> dict[str, Any]:
+    issue = state.issues[number]
+    return {"id": 900 + number, "number": number, "state": "open", "title": issue["title"], "body": issue["body"],
+            "user": _user_json("swechain-bot", base), "url": f"{base}/repos/{repo}/issues/{number}",
+            "html_url": f"https://github.example/{repo}/issues/{number}",
+            "comments_url": f"{base}/repos/{repo}/issues/{number}/comments",
+            "comments": sum(1 for c in state.comments if c.issue == number)}
+
+
 def _page(items: list[Any], query: dict[str, list[str]], url: str) -> tuple[list[Any], dict[str, str]]:
     try:
         per_page = max(1, min(100, int(query.get("per_page", ["30"])[0])))
@@ -328,6 +339,16 @@ def _route(state: GitHubState, method: str, path: str, query: dict[str, list[str
                      "private": False, "url": f"{base}/repos/{repo}", "html_url": f"https://github.example/{repo}",
                      "default_branch": "main"}, {}
 
+    if rest == "/issues" and method == "POST":
+        if not isinstance(body, dict) or not isinstance(body.get("title"), str) or not body["title"]:
+            raise _Error(422, "Validation Failed", [{"resource": "Issue", "code": "missing_field", "field": "title"}])
+        number = max([*state.pulls, *state.issues, 0]) + 1
+        state.issues[number] = {"title": body["title"], "body": _body_field(body)}
+        return 201, _plain_issue_json(state, repo, number, base), {}
+
+    if (mm := re.fullmatch(r"/issues/(\d+)", rest)) and int(mm[1]) in state.issues and method == "GET":
+        return 200, _plain_issue_json(state, repo, int(mm[1]), base), {}
+
     if mm := re.fullmatch(r"/(issues|pulls)/(\d+)", rest):
         number = int(mm[2])
         if method != "GET" or number not in state.pulls:
@@ -336,7 +357,7 @@ def _route(state: GitHubState, method: str, path: str, query: dict[str, list[str
 
     if mm := re.fullmatch(r"/issues/(\d+)/comments", rest):
         number = int(mm[1])
-        if number not in state.pulls:
+        if number not in state.pulls and number not in state.issues:
             raise _Error(404, "Not Found")
         if method == "GET":
             items = [_comment_json(repo, c, base) for c in state.comments if c.issue == number]

@@ -60,6 +60,8 @@ class ChainResult(Strict):
     build_fix: Metrics
     cost_usd: float | None
     scorecard: str = Field(description="path of the scorecard.json")
+    oracle_hash: str | None = Field(None, description="the chain oracle the run was scored against")
+    integrity: str | None = Field(None, description="the run's integrity status (clean, flagged, cleared), where recorded")
 
 
 class Superseded(Strict):
@@ -121,6 +123,11 @@ def _cost(card: Scorecard) -> tuple[float | None, int]:
     return (math.fsum(known) if known else None), len(known)
 
 
+def _integrity(card: Scorecard) -> str | None:
+    # Scorecards gain an ``integrity`` record (issue 9); older ones have none.
+    return getattr(getattr(card, "integrity", None), "status", None)
+
+
 def _rank_key(row: AgentRow) -> tuple:
     f1, res = row.build_fix.f1.value, row.build_fix.resolving.value
     return (f1 is None, -(f1 or 0.0), res is None, -(res or 0.0), row.agent)
@@ -164,7 +171,8 @@ def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) ->
             results.append(ChainResult(chain=card.chain, step_range=card.step_range, spec_level=card.spec_level,
                                        steps_scored=card.steps_scored, steps_total=card.steps_total,
                                        stop_reason=card.stop_reason, build=card.build, build_fix=card.build_fix,
-                                       cost_usd=cost, scorecard=str(path)))
+                                       cost_usd=cost, scorecard=str(path), oracle_hash=card.oracle_hash,
+                                       integrity=_integrity(card)))
         costs = [_cost(card) for _, card in pairs]
         cost_steps = sum(n for _, n in costs)
         rows.append(AgentRow(
