@@ -34,7 +34,7 @@ def test_oracle_agent_scores_full_marks_for_build_and_build_fix(oracle_run):
         assert (card[phase]["tp"], card[phase]["fn"], card[phase]["fp"]) == (sum(TOY_RELATED.values()), 0, 0)
     assert [s["upgrade_related"] for s in card["steps"]] == [TOY_RELATED[i] for i in (1, 2, 3)]
     assert not any(s["fix_ran"] for s in card["steps"]), "gold code has no execution errors to fix"
-    assert (oracle_run / "scorecard.md").read_text().startswith("# Scorecard: oracle on toy")
+    assert (oracle_run / "scorecard.md").read_text().startswith("# Scorecard: `oracle` on `toy`")
 
 
 def test_oracle_diffs_never_touch_tests(oracle_run):

@@ -300,7 +300,7 @@ def test_cli_comment_creates_then_updates(server, gh_env, tmp_path):
     second = invoke("comment", str(run), "--pr", "1")
     assert second.exit_code == 0 and "updated comment" in second.stdout
     [comment] = server.state.comments_on(1)
-    assert comment.body.startswith(marker("oracle") + "\n# Scorecard: oracle on toy")
+    assert comment.body.startswith(marker("oracle") + "\n# Scorecard: `oracle` on `toy`")
     assert "| chain | Build+Fix |" in comment.body and url not in comment.body
 
 
@@ -313,7 +313,7 @@ def test_cli_comment_puts_one_agents_chains_in_one_comment(server, gh_env, tmp_p
     assert len(bodies) == 2
     noop, oracle = bodies
     assert noop.startswith(marker("noop")) and oracle.startswith(marker("oracle"))
-    assert oracle.index("oracle on pyjwt") < oracle.index("oracle on toy")
+    assert oracle.index("`oracle` on `pyjwt`") < oracle.index("`oracle` on `toy`")
 
 
 def test_cli_comment_needs_a_scored_run(gh_env, tmp_path):
@@ -341,7 +341,7 @@ def test_cli_summary(tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     result = invoke("summary", str(run))
     assert result.exit_code == 0 and str(summary) in result.stdout
-    assert summary.read_text().startswith("# Scorecard: oracle on toy")
+    assert summary.read_text().startswith("# Scorecard: `oracle` on `toy`")
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
     result = invoke("summary", str(run))
     assert result.exit_code == 0 and "GITHUB_STEP_SUMMARY is not set" in result.stderr

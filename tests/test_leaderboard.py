@@ -109,9 +109,9 @@ def test_ranking_puts_nulls_last_and_breaks_ties_by_resolving(tmp_path):
 def test_markdown(runs):
     md = render_markdown(build_leaderboard([runs, runs.parent / "elsewhere"]))
     rows = [line for line in md.splitlines() if line.startswith("| ") and line.split("|")[1].strip().isdigit()]
-    assert [row.split("|")[2].strip() for row in rows] == ["beta", "alpha", "gamma"]
+    assert [row.split("|")[2].strip() for row in rows] == ["`beta`", "`alpha`", "`gamma`"]
     alpha = [c.strip() for c in rows[1].split("|")[1:-1]]
-    assert alpha == ["2", "alpha", "3", "4/7", "41.7", "87.5 (2/3)", "70.8 (2/3)", "25.0", "50.0 (2/3)",
+    assert alpha == ["2", "`alpha`", "3", "4/7", "41.7", "87.5 (2/3)", "70.8 (2/3)", "25.0", "50.0 (2/3)",
                      "41.7 (2/3)", "3.50 (2/4 steps)"]
     gamma = [c.strip() for c in rows[2].split("|")[1:-1]]
     assert gamma[4:] == ["n/a"] * 6 + ["n/a"]
@@ -156,7 +156,7 @@ def test_cli_leaderboard(runs, tmp_path):
     out = tmp_path / "reports"
     result = CliRunner().invoke(ci_app, ["leaderboard", str(runs), str(runs.parent / "elsewhere"), "--output", str(out)])
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("# Leaderboard") and "| beta" in result.stdout
+    assert result.stdout.startswith("# Leaderboard") and "| `beta`" in result.stdout
     assert "superseded by the later" in result.stderr
     assert (out / "leaderboard.png").read_bytes().startswith(PNG)
     assert json.loads((out / "leaderboard.json").read_text())["rows"][0]["agent"] == "beta"

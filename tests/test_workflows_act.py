@@ -132,7 +132,7 @@ def test_a_dispatched_chain_run_leaves_a_branch_a_summary_and_a_status(toy_oracl
     subjects = git("--git-dir", str(origin), "log", "--format=%s", branch).splitlines()
     assert [s.split(":")[0] for s in reversed(subjects)] == ["start", "step 1 build", "step 2 build", "step 3 build", "finished"]
     head = git("--git-dir", str(origin), "rev-parse", branch)
-    assert "Summary - # Scorecard: oracle on toy" in second.stdout
+    assert "Summary - # Scorecard: `oracle` on `toy`" in second.stdout
     assert (statuses[-1].sha, statuses[-1].state) == (head, "success")
     card = json.loads(git("--git-dir", str(origin), "show", f"{branch}:.swechain/scorecard.json"))
     assert (card["build_fix"]["resolving"], card["build_fix"]["precision"]) == (1.0, 1.0)
@@ -160,7 +160,7 @@ def test_an_agent_pull_request_gets_one_sticky_scorecard_comment(toy_oracle, act
             assert comment_run.returncode == 0, comment_run.stdout[-5000:]
             comments = github.state.comments_on(7)
             assert len(comments) == 1, f"attempt {attempt}: {len(comments)} comments"
-        assert "Scorecard: lazy on toy" in comments[0].body
+        assert "Scorecard: `lazy` on `toy`" in comments[0].body
         edits = github.state.requests_matching("PATCH", r"/issues/comments/\d+")
         assert len(edits) == 1, "the second run edits the comment instead of adding one"
 
@@ -179,3 +179,58 @@ def test_the_weekly_refresh_publishes_a_leaderboard_of_two_agents(toy_oracle, ac
     assert {row["agent"] for row in board["rows"]} == {"oracle", "noop"}
     markdown = git("--git-dir", str(origin), "show", "main:reports/leaderboard.md")
     assert "oracle" in markdown and "noop" in markdown
+
+
+def only_job(work: Path, workflow: str, job: str) -> str:
+    """A workflow file holding one job of ``workflow`` exactly as written, without its `needs`
+    (act's -j runs the needed jobs too): the job alone, on inputs the test hands it."""
+    import yaml
+
+    data = yaml.safe_load((work / ".github" / "workflows" / workflow).read_text())
+    data["on"] = data.pop(True)  # YAML 1.1 reads the key `on` as true
+    alone = {**data["jobs"][job]}
+    alone.pop("needs", None)
+    alone.pop("if", None)
+    data["jobs"] = {job: alone}
+    name = f"{Path(workflow).stem}-{job}-alone.yml"
+    (work / ".github" / "workflows" / name).write_text(yaml.safe_dump(data, sort_keys=False))
+    return name
+
+
+def test_the_weekly_publish_survives_a_moved_main_and_commits_nothing_unchanged(act_repo, tmp_path):
+    """The publishing job alone, on scorecards as the run jobs hand them on."""
+    from swechain_ci.models import Metrics, Scorecard
+    from swechain_ci.records import write_model
+
+    work, origin, shared = act_repo
+    workflow = only_job(work, "weekly.yml", "leaderboard")
+    metrics = Metrics(resolving=0.5, precision=1.0, f1=2 / 3, tp=1, fn=1, fp=0)
+    for agent in ("oracle", "noop"):
+        write_model(shared / "weekly" / agent / "toy" / "scorecard.json",
+                    Scorecard(chain="toy", step_range="1-3", agent=agent, spec_level="L1", steps_total=3,
+                              steps_scored=3, build=metrics, build_fix=metrics, steps=[]))
+    # main moves on after the schedule fired: someone else's commit lands on origin
+    other = tmp_path / "other"
+    git("clone", "-q", str(origin), str(other))
+    (other / "MOVED").write_text("a commit made while the weekly runs ran\n")
+    git("add", "MOVED", cwd=other)
+    git("-c", "user.name=o", "-c", "user.email=o@o", "commit", "-q", "-m", "moved main", cwd=other)
+    git("push", "-q", "origin", "main", cwd=other)
+    moved = git("rev-parse", "HEAD", cwd=other)
+    event = {"schedule": "17 3 * * 1", "repository": {"default_branch": "main"}}
+    with FakeGitHub() as github:
+        github.state.add_token(TOKEN, None)
+        first = act(work, shared, "schedule", workflow, event, github.url)
+        assert first.returncode == 0, first.stdout[-5000:]
+        published = git("--git-dir", str(origin), "rev-parse", "main")
+        second = act(work, shared, "schedule", workflow, event, github.url)
+        assert second.returncode == 0, second.stdout[-5000:]
+    assert git("--git-dir", str(origin), "rev-parse", "main^") == moved, "published on top of the moved main"
+    assert git("--git-dir", str(origin), "log", "-1", "--format=%s", "main") == "Leaderboard: weekly refresh"
+    assert "MOVED" in git("--git-dir", str(origin), "ls-tree", "--name-only", "main")
+    board = json.loads(git("--git-dir", str(origin), "show", "main:reports/leaderboard.json"))
+    assert {row["agent"] for row in board["rows"]} == {"oracle", "noop"}
+    assert "Summary - # Leaderboard" in first.stdout
+    # a week later with the same results: a new generated_at, the same content, no commit
+    assert git("--git-dir", str(origin), "rev-parse", "main") == published
+    assert "leaderboard unchanged" in second.stdout

@@ -5,6 +5,8 @@
     summary       the scorecard in the job summary
     status        a commit status from a run's outcome
     leaderboard   leaderboard.json/.md/.png over many runs
+    publish-leaderboard   the leaderboard as a commit on the default branch (rebuilt on a moved head)
+    fetch-branch, push-branch   a run branch from/to the remote, with the job token for that one git call
 """
 
 from __future__ import annotations
@@ -281,6 +283,55 @@ def leaderboard(
         _note(f"note: {s.agent} on {s.chain}: {s.dropped} is superseded by the later {s.kept}")
     typer.echo(render_markdown(board))
     _note("wrote " + ", ".join(str(p) for p in paths.values()))
+
+
+@ci_app.command("publish-leaderboard")
+def publish_leaderboard_command(
+    runs_dirs: Annotated[list[Path], typer.Argument(metavar="RUNS_DIR...", help="folders searched for scorecard.json")],
+    branch: Annotated[str, typer.Option(help="the branch to commit to, e.g. the default branch")],
+    remote: Annotated[str, typer.Option(help="the remote to push to")] = "origin",
+    folder: Annotated[str, typer.Option(help="folder in the branch for leaderboard.json/.md/.png")] = "reports",
+    repo: Annotated[Path, typer.Option(help="a clone of the repository (only its object store is used)")] = Path("."),
+) -> None:
+    """Commit the leaderboard onto the remote branch's current head and push; nothing if its content is unchanged.
+
+    Appends the leaderboard to the job summary. GITHUB_TOKEN, if set, is given to git's fetch and push only."""
+    from swechain_ci.github.publish import publish_leaderboard
+    from swechain_ci.github.reporting import write_job_summary
+    from swechain_ci.scoring.leaderboard import build_leaderboard, render_markdown
+
+    board = build_leaderboard(runs_dirs)
+    commit = publish_leaderboard(board, repo, remote, branch, folder)
+    outcome = (f"Published to `{branch}` as {commit[:12]}." if commit
+               else f"Unchanged: `{branch}` already holds this leaderboard; nothing committed.")
+    write_job_summary(render_markdown(board) + "\n" + outcome + "\n")
+    typer.echo(f"leaderboard {'published: ' + commit if commit else 'unchanged'}")
+
+
+@ci_app.command("fetch-branch")
+def fetch_branch_command(
+    branch: Annotated[str, typer.Argument(help="e.g. runs/<agent>/<chain>/<id>")],
+    remote: Annotated[str, typer.Option(help="the remote")] = "origin",
+    repo: Annotated[Path, typer.Option(help="the repository")] = Path("."),
+) -> None:
+    """Bring a branch from the remote if it exists there (GITHUB_TOKEN, if set, goes to this git call only)."""
+    from swechain_ci.github.publish import fetch_branch
+
+    sha = fetch_branch(repo, remote, branch)
+    typer.echo(f"fetched {branch} at {sha[:12]}" if sha else f"{remote} has no branch {branch} yet")
+
+
+@ci_app.command("push-branch")
+def push_branch_command(
+    branch: Annotated[str, typer.Argument(help="e.g. runs/<agent>/<chain>/<id>")],
+    remote: Annotated[str, typer.Option(help="the remote")] = "origin",
+    repo: Annotated[Path, typer.Option(help="the repository")] = Path("."),
+) -> None:
+    """Push a local branch to the remote (GITHUB_TOKEN, if set, goes to this git call only); nothing if it does not exist."""
+    from swechain_ci.github.publish import push_branch
+
+    sha = push_branch(repo, remote, branch)
+    typer.echo(f"pushed {branch} at {sha[:12]}" if sha else f"no local branch {branch}: nothing to push")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -27,6 +27,7 @@ import requests
 from github.GithubException import GithubException
 
 from swechain_ci.errors import SwechainError
+from swechain_ci.markdown import plain
 
 DEFAULT_API_URL = "https://api.github.com"
 ACTIONS_BOT = "github-actions[bot]"
@@ -101,8 +102,8 @@ def fit_comment(text: str, artifact_url: str | None = None, limit: int = COMMENT
 
 
 def fit_description(text: str, limit: int = DESCRIPTION_LIMIT) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    """One line of plain text (a status description is not Markdown): controls replaced, bounded."""
+    return plain(text, limit)
 
 
 def write_job_summary(markdown: str, limit: int = SUMMARY_LIMIT) -> Path | None:

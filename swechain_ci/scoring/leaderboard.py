@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tabulate import tabulate
 
 from swechain_ci.errors import SwechainError
+from swechain_ci.markdown import cell, inline
 from swechain_ci.models import Metrics, Record, Scorecard
 from swechain_ci.records import read_model, write_bytes, write_model, write_text
 from swechain_ci.specs.store import INTERFACE, split_level
@@ -213,14 +214,15 @@ def render_markdown(board: Leaderboard) -> str:
     table = []
     for row in board.rows:
         n = len(row.chains)
-        table.append([row.rank, row.agent, n, f"{row.steps_scored}/{row.steps_total}",
+        table.append([row.rank, cell(row.agent, 80), n, f"{row.steps_scored}/{row.steps_total}",
                       *(_cell(getattr(row.build_fix, m), n) for m in ("resolving", "precision", "f1")),
                       *(_cell(getattr(row.build, m), n) for m in ("resolving", "precision", "f1")),
                       _cost_cell(row)])
-    per_chain = [[row.agent, r.chain, r.spec_level, r.step_range, f"{r.steps_scored}/{r.steps_total}",
+    per_chain = [[cell(row.agent, 80), cell(r.chain, 80), cell(r.spec_level, 40), cell(r.step_range, 40),
+                  f"{r.steps_scored}/{r.steps_total}",
                   *(("n/a" if v is None else f"{100 * v:.1f}") for v in
                     (r.build_fix.resolving, r.build_fix.precision, r.build_fix.f1)),
-                  r.stop_reason or ""]
+                  cell(r.stop_reason, 300) if r.stop_reason else ""]
                  for row in board.rows for r in row.results]
     ref = PAPER_REFERENCE
     lines = [
@@ -246,7 +248,8 @@ def render_markdown(board: Leaderboard) -> str:
     if board.superseded:
         lines += ["## Superseded scorecards", "",
                   "An agent with several scorecards for one chain counts only the latest (file modification time):", ""]
-        lines += [f"- {s.agent} on {s.chain}: kept `{s.kept}`, left out `{s.dropped}`" for s in board.superseded]
+        lines += [f"- {inline(s.agent, 80)} on {inline(s.chain, 80)}: kept {inline(s.kept)}, left out {inline(s.dropped)}"
+                  for s in board.superseded]
         lines.append("")
     lines += [
         f"[^paper]: For reference, the SWE-Chain paper reports a Build+Fix mean over its {ref['configurations']} "
