@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from swechain_ci.errors import SwechainError
@@ -107,6 +108,23 @@ class OracleSettings(Strict):
     )
 
 
+class VersionedRequirements(Strict):
+    """Requirements added only for the chain versions a specifier matches, e.g. a dependency's
+    upper bound that the version's era kept without declaring it."""
+
+    versions: str = Field(description="a PEP 440 specifier on the chain version, e.g. '>=2.0,<2.1'")
+    extra: list[str] = Field(min_length=1, description="pip requirements added for those versions")
+
+    @field_validator("versions")
+    @classmethod
+    def _specifier(cls, value: str) -> str:
+        try:
+            SpecifierSet(value)
+        except InvalidSpecifier as exc:
+            raise ValueError(f"expected a version specifier such as '>=2.0,<2.1': {exc}") from None
+        return value
+
+
 class Environment(Strict):
     """How a version's test environment is derived from what the version declares."""
 
@@ -115,6 +133,14 @@ class Environment(Strict):
     drop: list[str] = Field(default_factory=list, description="requirement names left out, e.g. coverage")
     override: dict[str, str] = Field(default_factory=dict, description="name -> requirement used instead")
     extra: list[str] = Field(default_factory=list, description="extra test dependencies (pip requirements)")
+    by_version: list[VersionedRequirements] = Field(
+        default_factory=list, description="extra requirements for the versions a specifier matches"
+    )
+    installed_metadata: bool = Field(
+        False,
+        description="give the code under test the target version's distribution metadata (its sdist's "
+        "PKG-INFO), for packages that read their own version or metadata through importlib.metadata",
+    )
 
 
 class ChainConfig(Strict):

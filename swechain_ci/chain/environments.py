@@ -21,6 +21,7 @@ from pathlib import Path
 
 import dependency_groups
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from swechain_ci import progress
@@ -126,7 +127,8 @@ def requirements(chain: Chain, version: str) -> list[str]:
     own = canonicalize_name(chain.config.package)
     result: list[str] = []
     harness = requirement_lines(HARNESS_REQUIREMENTS.read_text())
-    for line in wanted + list(env.extra) + harness:
+    for_version = [line for entry in env.by_version if version in SpecifierSet(entry.versions) for line in entry.extra]
+    for line in wanted + list(env.extra) + for_version + harness:
         try:
             name = canonicalize_name(Requirement(line).name)
         except InvalidRequirement as exc:

@@ -14,6 +14,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from swechain_ci import progress
 from swechain_ci.chain import environments as environments_of
 from swechain_ci.chain import sources, trees
@@ -137,12 +139,30 @@ def ensure_deps(sandbox: DockerSandbox, chain: Chain, base: str, pins: list[str]
         )
 
 
+def write_distribution_metadata(chain: Chain, version: str, root: Path, dest: Path) -> None:
+    """A ``.dist-info`` folder for the code under test, which runs from a path, not installed.
+
+    The harness puts ``dest`` on the path, so ``importlib.metadata`` finds the target
+    version's metadata: the sdist's PKG-INFO, or name and version where there is none.
+    """
+    name = canonicalize_name(chain.config.package).replace("-", "_")
+    info = dest / f"{name}-{version}.dist-info"
+    info.mkdir(parents=True)
+    pkg_info = root / "PKG-INFO"
+    if pkg_info.is_file():
+        shutil.copyfile(pkg_info, info / "METADATA")
+    else:
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {chain.config.package}\nVersion: {version}\n")
+
+
 def ensure_version(sandbox: DockerSandbox, chain: Chain, deps: str, version: str) -> str:
     split = sources.materialize(chain, version)
     with tempfile.TemporaryDirectory(prefix="swechain-version-") as tmp:
         staged = Path(tmp) / "version"
         trees.copy_tree(split.hidden, staged / "hidden")
         trees.copy_tree(split.protected, staged / "protected")
+        if chain.config.environment.installed_metadata:
+            write_distribution_metadata(chain, version, split.root, staged / "dist")
         return build_cached(sandbox, chain, "version", {"version": staged}, {"DEPS": deps})
 
 

@@ -214,6 +214,13 @@ class Pytest:
                 return None, True
 
 
+def python_path(settings: dict) -> list[Path]:
+    """The harness, the candidate's source root and, where the chain asks for it
+    (``installed_metadata``), the target version's distribution metadata."""
+    paths = [HARNESS, RUN / settings["source_root"]]
+    return paths + [TARGET / "dist"] if (TARGET / "dist").is_dir() else paths
+
+
 def report_is_consistent(exit_code: int, report: dict) -> bool:
     broken = any(t.get("outcome") in ("failed", "error") for t in report.get("tests", []))
     broken = broken or any(c.get("outcome") == "failed" for c in report.get("collectors", []))
@@ -254,7 +261,7 @@ def main() -> int:
         "HOME": str(tmp / "home"),
         "TMPDIR": str(tmp),
         "LANG": "C.UTF-8",
-        "PYTHONPATH": os.pathsep.join([str(HARNESS), str(RUN / settings["source_root"])]),
+        "PYTHONPATH": os.pathsep.join(str(p) for p in python_path(settings)),
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0",
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
