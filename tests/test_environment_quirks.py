@@ -13,13 +13,14 @@ import pytest
 from swechain_ci.chain import environments
 from swechain_ci.chain.definition import Chain, ChainConfig
 from swechain_ci.containers.images import write_distribution_metadata
+from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.harness import run_hidden_tests as harness
 
 
 def chain_with(tmp_path: Path, environment: dict) -> Chain:
     for version in ("1.0", "2.0", "2.1"):
         tree = tmp_path / "versions" / version
-        (tree / "tests").mkdir(parents=True)
+        (tree / "tests").mkdir(parents=True, exist_ok=True)
         (tree / "pyproject.toml").write_text(f'[project]\nname = "demo"\nversion = "{version}"\ndependencies = ["dep>=1"]\n')
         (tree / "PKG-INFO").write_text(f"Metadata-Version: 2.1\nName: demo\nVersion: {version}\nSummary: a demo\n")
     config = ChainConfig.model_validate({
@@ -69,3 +70,20 @@ def test_the_harness_puts_the_metadata_on_the_path_only_when_the_image_has_it(tm
     assert harness.python_path(settings) == [harness.HARNESS, harness.RUN / "src"]
     (tmp_path / "dist").mkdir()
     assert harness.python_path(settings) == [harness.HARNESS, harness.RUN / "src", tmp_path / "dist"]
+
+
+def test_pkg_info_declares_runtime_requirements_and_extras():
+    base, extras = environments.pkg_info_requirements(
+        "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nProvides-Extra: tests\n"
+        "Requires-Dist: dep (>=1.0)\nRequires-Dist: tomli (>=2); python_version < \"3.11\"\n"
+        "Requires-Dist: pytest (>=7); extra == \"tests\"\n\nlong description\n"
+    )
+    assert base == ["dep (>=1.0)", 'tomli (>=2); python_version < "3.11"']
+    assert extras == {"tests": ["pytest>=7"]}
+
+
+def test_wheels_from_sdists_must_be_exact_pins(tmp_path):
+    chain = chain_with(tmp_path, {"wheels_from_sdists": ["httpretty>=1.0"]})
+    with pytest.raises(SwechainError, match="not an exact pin"):
+        environments.built_wheels(chain)
+    assert environments.built_wheels(chain_with(tmp_path, {})) == []

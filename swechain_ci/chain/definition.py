@@ -136,6 +136,11 @@ class Environment(Strict):
     by_version: list[VersionedRequirements] = Field(
         default_factory=list, description="extra requirements for the versions a specifier matches"
     )
+    wheels_from_sdists: list[str] = Field(
+        default_factory=list,
+        description="exact pins (name==version) of pure-Python test dependencies published only as sdists: "
+        "built into wheels on the host, like the chain's own sdists are unpacked there",
+    )
     installed_metadata: bool = Field(
         False,
         description="give the code under test the target version's distribution metadata (its sdist's "

@@ -10,6 +10,7 @@ alike share one dependency image.
 from __future__ import annotations
 
 import configparser
+import email.parser
 import hashlib
 import json
 import platform
@@ -89,7 +90,30 @@ def declared_metadata(tree: Path) -> tuple[list[str], dict[str, list[str]]]:
             for name, value in (parser.items("options.extras_require") if parser.has_section("options.extras_require") else [])
         }
         return base, extras
+    if (tree / "PKG-INFO").is_file():
+        return pkg_info_requirements((tree / "PKG-INFO").read_text())
     return [], {}
+
+
+def pkg_info_requirements(text: str) -> tuple[list[str], dict[str, list[str]]]:
+    """An sdist's ``PKG-INFO`` (``Requires-Dist``), for builds such as poetry-core that leave no other trace.
+
+    A requirement of an extra keeps its name and specifier; its other markers are dropped.
+    """
+    message = email.parser.HeaderParser().parsestr(text)
+    base: list[str] = []
+    extras: dict[str, list[str]] = {name: [] for name in message.get_all("Provides-Extra") or []}
+    for line in message.get_all("Requires-Dist") or []:
+        requirement = Requirement(line)
+        marker = requirement.marker
+        if marker is None or "extra" not in str(marker):
+            base.append(line)
+            continue
+        requirement.marker = None
+        for name in extras:
+            if marker.evaluate({"extra": name}):
+                extras[name].append(str(requirement))
+    return base, extras
 
 
 def declared_groups(tree: Path) -> dict:
@@ -141,8 +165,50 @@ def requirements(chain: Chain, version: str) -> list[str]:
     return result
 
 
-def resolve(reqs: list[str], python: str) -> list[str]:
+def built_wheels(chain: Chain) -> list[Path]:
+    """The folder of wheels built from ``environment.wheels_from_sdists`` (none when it is empty).
+
+    Only pure-Python wheels are accepted: they fit every image's Python and platform.
+    """
+    wanted = chain.config.environment.wheels_from_sdists
+    if not wanted:
+        return []
+    for line in wanted:
+        if len(Requirement(line).specifier) != 1 or next(iter(Requirement(line).specifier)).operator != "==":
+            raise SwechainError(
+                f"{chain.folder / 'chain.yaml'}: field 'environment.wheels_from_sdists': {line!r} is not an exact "
+                "pin; write name==version"
+            )
+    folder = state_home() / "built-wheels" / hashlib.sha256("\n".join(sorted(wanted)).encode()).hexdigest()[:16]
+    if (folder / ".complete").exists():
+        return [folder]
+    progress.say(f"building wheels from sdists: {', '.join(wanted)}")
+    folder.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-binary=:all:", "--wheel-dir", str(folder),
+         *wanted],
+        capture_output=True, text=True,
+    )
+    if result.returncode != 0:
+        tail = " ".join(result.stderr.strip().splitlines()[-2:])
+        raise SwechainError(f"cannot build wheels from sdists {wanted}: {tail} (is PyPI reachable?)")
+    impure = [w.name for w in folder.glob("*.whl") if not w.name.endswith("-none-any.whl")]
+    if impure:
+        raise SwechainError(
+            f"{chain.folder / 'chain.yaml'}: field 'environment.wheels_from_sdists': {', '.join(impure)} is not "
+            "pure Python; only pure-Python sdists can be built on the host"
+        )
+    (folder / ".complete").write_text("\n".join(wanted))
+    return [folder]
+
+
+def find_links_options(folders: list[Path]) -> list[str]:
+    return [option for folder in folders for option in ("--find-links", str(folder))]
+
+
+def resolve(reqs: list[str], python: str, find_links: list[Path] | None = None) -> list[str]:
     """Pins (``name==version``) for ``reqs`` on the image's Python and platform; cached for good."""
+    find_links = find_links or []
     key = hashlib.sha256(json.dumps([reqs, python, IMAGE_PLATFORMS]).encode()).hexdigest()[:20]
     record = state_home() / "resolutions" / f"{key}.json"
     if record.is_file():
@@ -153,7 +219,8 @@ def resolve(reqs: list[str], python: str) -> list[str]:
         result = subprocess.run(
             [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
              "--report", str(report), "--target", str(Path(tmp) / "never"), "--only-binary=:all:",
-             "--python-version", python, "--implementation", "cp", *platform_options(), *reqs],
+             "--python-version", python, "--implementation", "cp", *platform_options(),
+             *find_links_options(find_links), *reqs],
             capture_output=True, text=True,
         )
         if result.returncode != 0:
@@ -170,4 +237,4 @@ def resolve(reqs: list[str], python: str) -> list[str]:
 
 
 def pins(chain: Chain, version: str) -> list[str]:
-    return resolve(requirements(chain, version), chain.config.python)
+    return resolve(requirements(chain, version), chain.config.python, built_wheels(chain))

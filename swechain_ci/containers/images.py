@@ -20,7 +20,11 @@ from swechain_ci import progress
 from swechain_ci.chain import environments as environments_of
 from swechain_ci.chain import sources, trees
 from swechain_ci.chain.definition import Chain
-from swechain_ci.chain.environments import IMAGE_PLATFORMS, platform_options
+from swechain_ci.chain.environments import (
+    IMAGE_PLATFORMS,
+    find_links_options,
+    platform_options,
+)
 from swechain_ci.containers.sandbox import DockerSandbox
 from swechain_ci.errors import SwechainError
 from swechain_ci.settings import (
@@ -72,8 +76,9 @@ def ensure_base(sandbox: DockerSandbox) -> str:
         return sandbox.import_image(rootfs, ref)
 
 
-def wheelhouse(pins: list[str], python: str) -> Path:
-    """Wheels for ``pins`` downloaded on the host, so that image builds need no network."""
+def wheelhouse(pins: list[str], python: str, find_links: list[Path] | None = None) -> Path:
+    """Wheels for ``pins`` downloaded on the host (or built there, ``find_links``), so that image
+    builds need no network."""
     key = hashlib.sha256(("\n".join(pins) + python + " ".join(IMAGE_PLATFORMS)).encode()).hexdigest()[:16]
     folder = state_home() / "wheelhouse" / key
     if (folder / ".complete").exists():
@@ -83,7 +88,7 @@ def wheelhouse(pins: list[str], python: str) -> Path:
     result = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(folder),
          "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
-         *platform_options(), *pins],
+         *platform_options(), *find_links_options(find_links or []), *pins],
         capture_output=True, text=True,
     )
     if result.returncode != 0:
@@ -134,7 +139,9 @@ def ensure_deps(sandbox: DockerSandbox, chain: Chain, base: str, pins: list[str]
         req_file.write_text("\n".join(pins) + "\n")
         return build_cached(
             sandbox, chain, "deps",
-            {"requirements.txt": req_file, "wheels": wheelhouse(pins, chain.config.python), "harness": HARNESS_DIR},
+            {"requirements.txt": req_file,
+             "wheels": wheelhouse(pins, chain.config.python, environments_of.built_wheels(chain)),
+             "harness": HARNESS_DIR},
             {"BASE": base},
         )
 
