@@ -80,3 +80,23 @@ def test_an_unreachable_git_source_fails_fast_with_one_line(chain_id, monkeypatc
     assert "\n" not in message
     assert "is unreachable from this machine" in message and "runner with network access" in message
     assert not any((tmp_path / "sources").rglob("*.py")), "nothing half-fetched is kept"
+
+
+def test_the_package_under_test_is_never_pinned_even_when_a_test_dependency_requires_it(tmp_path, monkeypatch):
+    """pytest's own chains: the harness's pytest plugins require pytest, but the pytest in the
+    test image must be the candidate's code, so the resolution keeps everything else only."""
+    from swechain_ci.chain import environments
+    from swechain_ci.chain.definition import Chain
+
+    monkeypatch.setenv("SWECHAIN_HOME", str(tmp_path / "home"))
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "pyproject.toml").write_text('[project]\nname = "pytest"\ndependencies = ["iniconfig", "pluggy>=1.3,<2"]\n')
+    config = ChainConfig.model_validate({
+        "id": "pytest-x", "package": "pytest", "import_name": "_pytest", "source_root": ".",
+        "versions": [{"version": v, "source": {"kind": "local", "path": "tree"}} for v in ("8.0.0", "8.0.1")],
+    })
+    pins = environments.pins(Chain(config, tmp_path), "8.0.0")
+    names = {pin.split("==")[0] for pin in pins}
+    assert {"iniconfig", "pluggy", "pytest-json-report", "pytest-timeout"} <= names
+    assert "pytest" not in names

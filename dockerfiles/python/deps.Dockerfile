@@ -1,11 +1,12 @@
 # Test environment shared by the versions of a chain: a venv with the hidden-test
-# harness and the chain's test dependencies, installed offline from a wheelhouse.
+# harness and the chain's test dependencies, installed offline from a wheelhouse. The pins
+# are a whole resolution (--no-deps), without the package under test.
 ARG BASE
 FROM ${BASE}
 COPY requirements.txt /tmp/swechain/requirements.txt
 COPY wheels /tmp/swechain/wheels
 RUN python3 -m venv /opt/venv \
- && /opt/venv/bin/pip install --no-index --find-links /tmp/swechain/wheels -r /tmp/swechain/requirements.txt \
+ && /opt/venv/bin/pip install --no-index --no-deps --find-links /tmp/swechain/wheels -r /tmp/swechain/requirements.txt \
  && rm -rf /tmp/swechain
 # agent: the user agents work as; runner: the user hidden tests run as.
 RUN (useradd --create-home --uid 1000 agent || echo 'agent:x:1000:1000::/home/agent:/bin/sh' >> /etc/passwd) \

@@ -237,4 +237,9 @@ def resolve(reqs: list[str], python: str, find_links: list[Path] | None = None) 
 
 
 def pins(chain: Chain, version: str) -> list[str]:
-    return resolve(requirements(chain, version), chain.config.python, built_wheels(chain))
+    """The version's pinned test environment, never holding the package under test itself:
+    a test dependency that requires it (pytest plugins, for pytest's own chains) gets the
+    candidate's code instead, which the harness puts on the path."""
+    own = canonicalize_name(chain.config.package)
+    return [pin for pin in resolve(requirements(chain, version), chain.config.python, built_wheels(chain))
+            if canonicalize_name(pin.split("==", 1)[0]) != own]
