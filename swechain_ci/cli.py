@@ -169,14 +169,41 @@ def run(
     git_repo: Annotated[Path, typer.Option(help="repository holding the run branch")] = Path("."),
     push: Annotated[str | None, typer.Option(help="remote to push the run branch to as commits land")] = None,
     max_steps: Annotated[int | None, typer.Option(min=1, help="run at most this many steps, then pause")] = None,
+    phase: Annotated[str | None, typer.Option(
+        help="run one phase only, as a workflow job does: build, evaluate, fix, evaluate-fix or hand-on "
+             "(with --git-branch, the run's records come from the branch)")] = None,
+    step: Annotated[int | None, typer.Option(min=1, help="with --phase: the step it belongs to (default: the run's current step)")] = None,
 ) -> None:
-    """Run a full chain with one agent, building whatever is not built yet, and print the scorecard."""
+    """Run a full chain with one agent, building whatever is not built yet, and print the scorecard.
+
+    With --phase, run one phase of the run's current step, print that phase's summary, and
+    write it to the job summary and `step`/`next` to $GITHUB_OUTPUT when in GitHub Actions."""
     from swechain_ci.github.branches import RunBranch
-    from swechain_ci.run import run_chain
+    from swechain_ci.run import PHASES, run_chain, run_phase
     from swechain_ci.scoring.report import render
 
     branch = RunBranch(git_repo, git_branch, push) if git_branch else None
-    typer.echo(render(run_chain(chain, agent, output, spec_level, steps, branch, max_steps)))
+    if phase is None:
+        if step is not None:
+            raise SwechainError("--step goes with --phase; drop --step to run the whole chain")
+        typer.echo(render(run_chain(chain, agent, output, spec_level, steps, branch, max_steps)))
+        return
+    if phase not in PHASES:
+        raise SwechainError(f"--phase {phase} is not a phase: use one of {', '.join(PHASES)}")
+    if max_steps is not None:
+        raise SwechainError("--max-steps counts whole steps; drop it with --phase")
+    from swechain_ci.github.phase_summaries import phase_summary
+    from swechain_ci.github.reporting import write_job_summary, write_outputs
+
+    done = run_phase(chain, agent, output, phase, step, spec_level, steps, branch)
+    at = done.ran or done.next
+    if done.ran is not None:
+        markdown = phase_summary(output.resolve(), done.ran.step.index, phase)
+    else:
+        markdown = f"## {phase}\n\n{done.summary}\n"
+    typer.echo(markdown)
+    write_job_summary(markdown)
+    write_outputs({"step": str(at.step.index) if at.step else "", "next": done.next.phase})
 
 
 @app.command("score")

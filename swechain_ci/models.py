@@ -185,6 +185,24 @@ class DiffStats(BaseModel):
     removed: int = 0
 
 
+class AgentPhaseRecord(Record):
+    """What an agent phase (build or fix) left, before its evaluation: ``agent-<phase>.json``.
+
+    It is the hand-over between the phase that runs the agent and the phase that evaluates
+    its code, which may run in another job on another runner.
+    """
+
+    phase: Literal["build", "fix"]
+    agent: AgentOutcome
+    session_id: str
+    session: Literal["none", "kept", "dropped"] = Field(
+        "none", description="kept: the agent's session state is in session.tar.gz for the Fix to resume"
+    )
+    session_note: str = ""
+    code_sha256: str
+    diff: DiffStats
+
+
 class PhaseRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
     phase: Literal["build", "fix"]

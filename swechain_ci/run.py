@@ -1,10 +1,18 @@
-"""A full chain run with one agent: the Build+Fix protocol, step by step, resumable.
+"""A full chain run with one agent: the Build+Fix protocol, phase by phase, resumable.
 
-Per step: evaluate prev, let the agent build, evaluate curr in a fresh
-target-version container; on an execution-level error give the agent one Fix
-with the error report, and evaluate again. Each finished step is written to
-the output folder before the next starts, so a killed run resumes from the
-first unfinished step.
+Per step, the phases are:
+
+- build: the agent works in a fresh container holding the code it starts from;
+- evaluate: hidden tests of the target version on prev and on the Build, each in a fresh
+  container, and the scoring; an execution error grants the one Fix;
+- fix (only then): the agent answers the Fix report, resuming its Build session;
+- evaluate-fix: hidden tests on the Fix;
+- hand-on: after the last step, or a step whose agent failed, the run ends.
+
+Phases pass state only through the output folder's records (and the run branch, which
+carries the same files), each written last by the phase that owns it. So the local `run`
+(every phase in sequence) and a workflow running each phase as its own job on any runner
+give the same records, and a run cut short anywhere resumes at its first unfinished phase.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import tarfile
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from swechain_ci import progress
@@ -30,6 +39,7 @@ from swechain_ci.agents.base import (
 )
 from swechain_ci.agents.image import ensure_agent_image
 from swechain_ci.agents.manifest import AgentManifest
+from swechain_ci.agents.session import SessionTooLarge, export_session, import_session
 from swechain_ci.chain import sources, trees
 from swechain_ci.chain.definition import Chain, load_chain
 from swechain_ci.containers import images as image_builds
@@ -45,6 +55,7 @@ from swechain_ci.evaluation.outcomes import (
 from swechain_ci.github.branches import RunBranch
 from swechain_ci.models import (
     AgentOutcome,
+    AgentPhaseRecord,
     ChainOracle,
     PhaseRecord,
     RunRecord,
@@ -131,25 +142,106 @@ def agent_network(manifest: AgentManifest) -> str:
     return network
 
 
+PHASES = ("build", "evaluate", "fix", "evaluate-fix", "hand-on")
+AGENT_PHASE_OF = {"build": "build", "evaluate": "build", "fix": "fix", "evaluate-fix": "fix"}
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a run stands: the first unfinished phase (``step`` is None once the run is done)."""
+
+    step: StepOracle | None
+    phase: str  # one of PHASES, or "done"
+
+    def key(self) -> tuple[int, int]:
+        if self.step is None:
+            return (10**9, 0)
+        return (self.step.index, PHASES.index(self.phase))
+
+    def __str__(self) -> str:
+        return "done" if self.step is None else f"step {self.step.index} {self.phase}"
+
+
+@dataclass(frozen=True)
+class PhaseOutcome:
+    """What one ``run --phase`` call did: the phase it ran (None when there was nothing to do) and what comes next."""
+
+    ran: Position | None
+    next: Position
+    summary: str
+
+
 class ChainRun:
+    """What every phase of a run needs, loaded once. The phases pass state to each other only
+    through the output folder (and the run branch, which carries the same files), so a job on
+    another runner can take any phase."""
+
     def __init__(
         self, sandbox: DockerSandbox, chain: Chain, agent: Agent, manifest: AgentManifest, oracle: ChainOracle,
-        chain_images: image_builds.ChainImages, output: Path, record: RunRecord, specs: dict[tuple[str, str], str],
+        chain_images: image_builds.ChainImages, output: Path, specs: dict[tuple[str, str], str],
         branch: RunBranch | None = None,
     ) -> None:
         self.sandbox, self.chain, self.agent, self.manifest, self.oracle = sandbox, chain, agent, manifest, oracle
         self.branch = branch
-        self.images, self.output, self.record, self.specs = chain_images, output, record, specs
-        self.labels = {"swechain-ci.run": record.run_id}
-        self.evaluations: dict[tuple[str, str], TestRun] = {}
+        self.images, self.output, self.specs = chain_images, output, specs
         self.secrets = secrets_for(manifest)
 
-    def evaluate(self, version: str, code: Path) -> TestRun:
-        """Evaluate once per (target version, code content) within this run."""
-        key = (version, trees.digest(code))
-        if key not in self.evaluations:
-            self.evaluations[key] = evaluate(self.sandbox, self.chain, self.images.versions[version], code, self.labels)
-        return self.evaluations[key]
+    # -- records --------------------------------------------------------------------------------
+
+    @property
+    def record(self) -> RunRecord:
+        return read_model(self.output / "run.json", RunRecord)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {"swechain-ci.run": self.record.run_id}
+
+    def position(self) -> Position:
+        if self.record.status != "running":  # a stopped run is reopened by load_run
+            return Position(None, "done")
+        done = finished_steps(self.output)
+        if done and (done[-1].agent_failed or len(done) == len(self.oracle.steps)):
+            return Position(self.oracle.steps[len(done) - 1], "hand-on")
+        step = self.oracle.steps[len(done)]
+        folder = step_dir(self.output, step)
+        for phase, marker in (("build", "agent-build.json"), ("evaluate", "evaluate.json"), ("fix", "agent-fix.json")):
+            if not (folder / marker).exists():
+                return Position(step, phase)
+        return Position(step, "evaluate-fix")
+
+    def reopen(self) -> None:
+        """A stopped run resumes at the step whose agent failed: that step was not finished."""
+        record = self.record
+        if record.status != "stopped":
+            return
+        done = finished_steps(self.output)
+        if done and done[-1].agent_failed:
+            progress.say(f"step {done[-1].index} ended with a failed agent; running it again")
+            shutil.rmtree(step_dir(self.output, self.oracle.steps[len(done) - 1]))
+        write_model(self.output / "run.json", record.model_copy(update={"status": "running", "stop_reason": None}))
+
+    def write_scorecard(self) -> None:
+        write_scorecard(self.output, scorecard(self.record, finished_steps(self.output)))
+
+    def code(self, step: StepOracle, name: str, dest: Path) -> Path:
+        """A codebase from the records: ``start`` (before ``step``), ``build``, ``fix`` or ``final``."""
+        if name == "start":
+            if step.index == self.oracle.steps[0].index:
+                trees.copy_tree(sources.materialize(self.chain, self.chain.versions[0]).code, dest)
+                return dest
+            step, name = self.oracle.steps[self.oracle.steps.index(step) - 1], "final"
+        archive = step_dir(self.output, step) / ("code.tar.gz" if name == "final" else f"code-{name}.tar.gz")
+        restore(archive, dest)
+        return dest
+
+    def commit(self, code: Path, message: str) -> None:
+        if self.branch:
+            self.branch.commit(code, self.output, f"{message} ({self.agent.name})")
+
+    def title(self, step: StepOracle, phase: str) -> str:
+        return f"step {step.index} {phase}: {self.chain.config.package} {step.prev_version} -> {step.next_version}"
+
+    # -- the agent's phases ---------------------------------------------------------------------
 
     def run_agent(self, ctx: PhaseContext) -> AgentOutcome:
         started = time.monotonic()
@@ -159,102 +251,19 @@ class ChainRun:
             outcome = AgentOutcome(status="crashed", detail=f"{type(exc).__name__}: {exc}"[:2000])
         return outcome.model_copy(update={"wall_s": round(time.monotonic() - started, 3)})
 
-    def phase(
-        self, name: str, step: StepOracle, workspace: Workspace, before: Path, after: Path,
-        prev_outcomes: dict[str, Status], fix_report: str | None, session_id: str,
-    ) -> PhaseRecord:
+    def agent_phase(self, name: str, step: StepOracle, work: Path) -> None:
+        """Build or Fix: the agent at work in a fresh container holding the code it starts from.
+        Leaves ``agent-<name>.json`` (written last), ``code-<name>.tar.gz``, ``<name>.diff`` and the log."""
         folder = step_dir(self.output, step)
-        prompt = (PROMPTS / f"{name}.md").read_text().format(
-            prev_version=step.prev_version, next_version=step.next_version
-        )
-        workspace.put_text(PROMPT_FILE, prompt)
-        ctx = PhaseContext(
-            phase=name, step_index=step.index, prev_version=step.prev_version, next_version=step.next_version,
-            spec=self.specs[(step.prev_version, step.next_version)], fix_report=fix_report, prompt=prompt,
-            workspace=workspace, chain=self.chain, log=folder / "logs" / f"agent-{name}.log",
-            session_id=session_id, limits=self.manifest.limits, secrets=self.secrets,
-        )
-        ctx.log.parent.mkdir(parents=True, exist_ok=True)
-        progress.say(f"step {step.index}/{len(self.oracle.steps)} {name}: agent {self.agent.name} at work")
-        outcome = self.run_agent(ctx)
-        workspace.container.kill_agent_processes()  # nothing the agent started outlives its phase
-        try:
-            workspace.pull_code(after)
-        except SwechainError as exc:  # e.g. a tree over the size limit: the agent's failure; the code stays as it was
-            outcome = outcome.model_copy(update={"status": "tree_rejected", "detail": str(exc)[:2000]})
-            shutil.rmtree(after, ignore_errors=True)
-            trees.copy_tree(before, after)
-        with open(ctx.log, "a") as log:
-            log.write(f"\n[swechain-ci] {name}: {outcome.status} {outcome.detail}\n")
-        patch = trees.diff(before, after)
-        write_text(folder / f"{name}.diff", patch)
-        progress.say(f"step {step.index}/{len(self.oracle.steps)} {name}: hidden tests of {step.next_version}")
-        run = self.evaluate(step.next_version, after)
-        outcomes = resolve(run, step.new_gold)
-        universe = scored_universe(step.new_gold, [*step.flaky, *step.needs_network])
-        categories = categorize(step.upgrade_related, universe, prev_outcomes, outcomes)
-        write_text(folder / "logs" / f"tests-{name}.log", run.output_tail)
-        return PhaseRecord(
-            phase=name, agent=outcome, code_sha256=trees.digest(after), diff=trees.diff_stats(patch),
-            run=run, outcomes=outcomes, categories=categories, counts=count(categories),
-            execution_error=has_execution_error(run, outcomes),
-        )
-
-    def step(self, step: StepOracle, workspace: Workspace, current: Path, work: Path) -> tuple[StepRecord, Path]:
-        folder = step_dir(self.output, step)
-        if folder.exists():
-            shutil.rmtree(folder)  # a step cut short by a kill starts over
-        workspace.put_text(SPEC_FILE, self.specs[(step.prev_version, step.next_version)])
-        workspace.remove(FIX_REPORT_FILE)
-        if step.index == self.oracle.steps[0].index:
-            prev_outcomes = step.old_gold  # prev at the first step is old gold by definition
-        else:
-            progress.say(f"step {step.index}/{len(self.oracle.steps)}: hidden tests of {step.next_version} on prev")
-            prev_outcomes = resolve(self.evaluate(step.next_version, current), step.new_gold)
-        build_code = work / f"step{step.index}-build"
-        # A new session each step; Fix resumes the Build session where the agent supports it.
-        session = str(uuid.uuid4())
-        build = self.phase("build", step, workspace, current, build_code, prev_outcomes, None, session)
-        fix, report, final_code = None, None, build_code
-        if build.agent.status == "ok" and build.execution_error:
-            report = build_report(build.run)
-            write_text(folder / "fix_report.md", report)
-            workspace.put_text(FIX_REPORT_FILE, report)
-            final_code = work / f"step{step.index}-fix"
-            fix_session = session if self.manifest.session == "resume" else str(uuid.uuid4())
-            fix = self.phase("fix", step, workspace, build_code, final_code, prev_outcomes, report, fix_session)
-        record = StepRecord(
-            index=step.index, prev_version=step.prev_version, next_version=step.next_version,
-            spec_level=self.record.spec_level, upgrade_related=step.upgrade_related, new_gold=step.new_gold,
-            flaky=step.flaky, needs_network=step.needs_network, prev_outcomes=prev_outcomes, build=build, fix=fix, fix_report=report,
-        )
-        archive = snapshot(final_code)
-        write_bytes(folder / "code.tar.gz", archive)
-        # Also inside the container, where the agent user cannot read it.
-        workspace.container.put_tree(single_file_tar(f"step-{step.index:02d}.tar.gz", archive, 0, 0o600), ARCHIVE_DIR)
-        write_model(folder / "step.json", record)  # written last: its presence marks the step finished
-        if self.branch:
-            self.write_scorecard()
-            title = f"step {step.index} {{}}: {self.chain.config.package} {step.prev_version} -> {step.next_version}"
-            self.branch.commit(build_code, self.output, f"{title.format('build')} ({self.agent.name})")
-            if fix:
-                self.branch.commit(final_code, self.output, f"{title.format('fix')} ({self.agent.name})")
-        return record, final_code
-
-    def write_scorecard(self) -> None:
-        write_scorecard(self.output, scorecard(self.record, finished_steps(self.output)))
-
-    def execute(self, max_steps: int | None = None) -> None:
-        done = finished_steps(self.output)
-        if done and done[-1].agent_failed:
-            # A stopped chain resumes at the step whose agent failed: it was not finished.
-            progress.say(f"step {done[-1].index} ended with a failed agent; running it again")
-            shutil.rmtree(step_dir(self.output, self.oracle.steps[len(done) - 1]))
-            done = done[:-1]
-        write_model(self.output / "run.json", self.record)
-        remaining = self.oracle.steps[len(done):]
-        paused = max_steps is not None and len(remaining) > max_steps
-        remaining = remaining[:max_steps] if paused else remaining
+        before = self.code(step, "start" if name == "build" else "build", work / "before")
+        after = work / "after"
+        fix_report, session_id, session_archive = None, str(uuid.uuid4()), None
+        if name == "fix":
+            fix_report = (folder / "fix_report.md").read_text()
+            built = read_model(folder / "agent-build.json", AgentPhaseRecord)
+            if self.manifest.session == "resume":
+                session_id = built.session_id  # a new session where the Build's state was not kept
+                session_archive = (folder / "session.tar.gz").read_bytes() if built.session == "kept" else None
         removed = self.sandbox.remove_labelled(self.labels)
         if removed:
             progress.say(f"removed {removed} container(s) left by an interrupted run")
@@ -264,47 +273,211 @@ class ChainRun:
         )
         try:
             workspace = Workspace(container)
-            with tempfile.TemporaryDirectory(prefix="swechain-run-") as tmp:
-                work = Path(tmp)
-                current = work / "start"
-                if done:
-                    progress.say(f"resuming after step {done[-1].index}")
-                    restore(step_dir(self.output, self.oracle.steps[len(done) - 1]) / "code.tar.gz", current)
-                    workspace.push_code(current)
-                else:
-                    trees.copy_tree(sources.materialize(self.chain, self.chain.versions[0]).code, current)
-                if self.branch and self.branch.head() is None:
-                    self.branch.commit(current, self.output, f"start: {self.chain.config.package} {self.chain.versions[0]}")
-                container.exec(["mkdir", "-m", "700", "-p", ARCHIVE_DIR], user=0)
-                for step in remaining:
-                    record, current = self.step(step, workspace, current, work)
-                    if record.agent_failed:
-                        last = record.fix or record.build
-                        self.record = self.record.model_copy(update={
-                            "status": "stopped",
-                            "stop_reason": f"step {step.index}: agent {last.agent.status}: {last.agent.detail}"[:500],
-                        })
-                        write_model(self.output / "run.json", self.record)
-                        if self.branch:
-                            self.write_scorecard()
-                            self.branch.commit(current, self.output, f"stopped: {self.record.stop_reason}"[:200])
-                        return
-                if paused:
-                    progress.say(f"paused after {max_steps} step(s); run again to continue")
-                    return
-                self.record = self.record.model_copy(update={"status": "finished"})
-                write_model(self.output / "run.json", self.record)
-                if self.branch:
-                    self.write_scorecard()
-                    self.branch.commit(current, self.output, f"finished: {self.chain.id} steps {self.chain.step_range}")
+            workspace.push_code(before)
+            self.put_archive(workspace, step)
+            if session_archive is not None:
+                import_session(workspace, session_archive)
+            spec = self.specs[(step.prev_version, step.next_version)]
+            workspace.put_text(SPEC_FILE, spec)
+            if fix_report is not None:
+                workspace.put_text(FIX_REPORT_FILE, fix_report)
+            prompt = (PROMPTS / f"{name}.md").read_text().format(
+                prev_version=step.prev_version, next_version=step.next_version
+            )
+            workspace.put_text(PROMPT_FILE, prompt)
+            ctx = PhaseContext(
+                phase=name, step_index=step.index, prev_version=step.prev_version, next_version=step.next_version,
+                spec=spec, fix_report=fix_report, prompt=prompt, workspace=workspace, chain=self.chain,
+                log=folder / "logs" / f"agent-{name}.log", session_id=session_id, limits=self.manifest.limits,
+                secrets=self.secrets,
+            )
+            ctx.log.parent.mkdir(parents=True, exist_ok=True)
+            progress.say(f"step {step.index}/{len(self.oracle.steps)} {name}: agent {self.agent.name} at work")
+            outcome = self.run_agent(ctx)
+            workspace.container.kill_agent_processes()  # nothing the agent started outlives its phase
+            try:
+                workspace.pull_code(after)
+            except SwechainError as exc:  # e.g. a tree over the size limit: the agent's failure; the code stays as it was
+                outcome = outcome.model_copy(update={"status": "tree_rejected", "detail": str(exc)[:2000]})
+                shutil.rmtree(after, ignore_errors=True)
+                trees.copy_tree(before, after)
+            with open(ctx.log, "a") as log:
+                log.write(f"\n[swechain-ci] {name}: {outcome.status} {outcome.detail}\n")
+            session, note = "none", ""
+            if name == "build" and self.manifest.session == "resume":
+                try:
+                    write_bytes(folder / "session.tar.gz", export_session(workspace, self.secrets))
+                    session = "kept"
+                except SessionTooLarge as exc:
+                    session, note = "dropped", f"{exc}: the Fix starts a new session"
         finally:
             container.remove()
+        patch = trees.diff(before, after)
+        write_text(folder / f"{name}.diff", patch)
+        write_bytes(folder / f"code-{name}.tar.gz", snapshot(after))
+        write_model(folder / f"agent-{name}.json", AgentPhaseRecord(
+            phase=name, agent=outcome, session_id=session_id, session=session, session_note=note,
+            code_sha256=trees.digest(after), diff=trees.diff_stats(patch),
+        ))
+        self.commit(after, self.title(step, name))
+
+    def put_archive(self, workspace: Workspace, step: StepOracle) -> None:
+        """Earlier steps' code, inside the container where the agent user cannot read it."""
+        workspace.container.exec(["mkdir", "-m", "700", "-p", ARCHIVE_DIR], user=0)
+        for earlier in self.oracle.steps[: self.oracle.steps.index(step)]:
+            archive = (step_dir(self.output, earlier) / "code.tar.gz").read_bytes()
+            workspace.container.put_tree(
+                single_file_tar(f"step-{earlier.index:02d}.tar.gz", archive, 0, 0o600), ARCHIVE_DIR
+            )
+
+    # -- evaluation -----------------------------------------------------------------------------
+
+    def evaluated(self, name: str, step: StepOracle, code: Path, prev_outcomes: dict[str, Status],
+                  runs: dict[str, TestRun]) -> PhaseRecord:
+        """The agent phase ``name``'s record with its hidden-test run; ``runs`` reuses a run of identical code."""
+        folder = step_dir(self.output, step)
+        agent = read_model(folder / f"agent-{name}.json", AgentPhaseRecord)
+        if agent.code_sha256 not in runs:
+            progress.say(f"step {step.index}/{len(self.oracle.steps)} {name}: hidden tests of {step.next_version}")
+            runs[agent.code_sha256] = evaluate(
+                self.sandbox, self.chain, self.images.versions[step.next_version], code, self.labels
+            )
+        run = runs[agent.code_sha256]
+        outcomes = resolve(run, step.new_gold)
+        universe = scored_universe(step.new_gold, [*step.flaky, *step.needs_network])
+        categories = categorize(step.upgrade_related, universe, prev_outcomes, outcomes)
+        write_text(folder / "logs" / f"tests-{name}.log", run.output_tail)
+        return PhaseRecord(
+            phase=name, agent=agent.agent, code_sha256=agent.code_sha256, diff=agent.diff, run=run,
+            outcomes=outcomes, categories=categories, counts=count(categories),
+            execution_error=has_execution_error(run, outcomes),
+        )
+
+    def evaluate_build(self, step: StepOracle, work: Path) -> None:
+        """Hidden tests on prev and on the Build. Finishes the step, or grants the one Fix
+        (``evaluate.json`` and ``fix_report.md``) on an execution error."""
+        folder = step_dir(self.output, step)
+        for stale in ("evaluate.json", "fix_report.md"):
+            (folder / stale).unlink(missing_ok=True)
+        runs: dict[str, TestRun] = {}
+        if step.index == self.oracle.steps[0].index:
+            prev_outcomes = step.old_gold  # prev at the first step is old gold by definition
+        else:
+            prev = self.code(step, "start", work / "prev")
+            progress.say(f"step {step.index}/{len(self.oracle.steps)}: hidden tests of {step.next_version} on prev")
+            prev_run = evaluate(self.sandbox, self.chain, self.images.versions[step.next_version], prev, self.labels)
+            runs[trees.digest(prev)] = prev_run
+            prev_outcomes = resolve(prev_run, step.new_gold)
+        code = self.code(step, "build", work / "build")
+        build = self.evaluated("build", step, code, prev_outcomes, runs)
+        record = StepRecord(
+            index=step.index, prev_version=step.prev_version, next_version=step.next_version,
+            spec_level=self.record.spec_level, upgrade_related=step.upgrade_related, new_gold=step.new_gold,
+            flaky=step.flaky, needs_network=step.needs_network, prev_outcomes=prev_outcomes, build=build,
+        )
+        if build.agent.status == "ok" and build.execution_error:
+            report = build_report(build.run)
+            write_text(folder / "fix_report.md", report)
+            write_model(folder / "evaluate.json", record.model_copy(update={"fix_report": report}))
+        else:
+            self.finish_step(step, record, "build")
+        self.commit(code, self.title(step, "evaluate"))
+
+    def evaluate_fix(self, step: StepOracle, work: Path) -> None:
+        folder = step_dir(self.output, step)
+        record = read_model(folder / "evaluate.json", StepRecord)
+        code = self.code(step, "fix", work / "fix")
+        fix = self.evaluated("fix", step, code, record.prev_outcomes, {record.build.code_sha256: record.build.run})
+        self.finish_step(step, record.model_copy(update={"fix": fix}), "fix")
+        self.commit(code, self.title(step, "evaluate fix"))
+
+    def finish_step(self, step: StepOracle, record: StepRecord, final: str) -> None:
+        folder = step_dir(self.output, step)
+        write_bytes(folder / "code.tar.gz", (folder / f"code-{final}.tar.gz").read_bytes())
+        write_model(folder / "step.json", record)  # written last: its presence marks the step finished
+        self.write_scorecard()
+
+    def hand_on(self, step: StepOracle, work: Path) -> None:
+        """The run's end: stopped at a failed agent, or finished after the last step."""
+        done = finished_steps(self.output)
+        last = done[-1]
+        record = self.record
+        if last.agent_failed:
+            phase = last.fix or last.build
+            record = record.model_copy(update={
+                "status": "stopped",
+                "stop_reason": f"step {last.index}: agent {phase.agent.status}: {phase.agent.detail}"[:500],
+            })
+            message = f"stopped: {record.stop_reason}"[:200]
+        else:
+            record = record.model_copy(update={"status": "finished"})
+            message = f"finished: {self.chain.id} steps {self.chain.step_range}"
+        write_model(self.output / "run.json", record)
+        self.write_scorecard()
+        if self.branch:
+            self.branch.commit(self.code(step, "final", work / "final"), self.output, message)
+
+    # -- driving --------------------------------------------------------------------------------
+
+    def run_phase(self, position: Position) -> None:
+        step, phase = position.step, position.phase
+        assert step is not None
+        with tempfile.TemporaryDirectory(prefix="swechain-run-") as tmp:
+            work = Path(tmp)
+            if phase == "build":
+                shutil.rmtree(step_dir(self.output, step), ignore_errors=True)  # a phase cut short starts over
+                if self.branch and self.branch.head() is None:
+                    self.branch.commit(self.code(step, "start", work / "start"), self.output,
+                                       f"start: {self.chain.config.package} {self.chain.versions[0]}")
+                self.agent_phase("build", step, work)
+            elif phase == "evaluate":
+                self.evaluate_build(step, work)
+            elif phase == "fix":
+                self.agent_phase("fix", step, work)
+            elif phase == "evaluate-fix":
+                self.evaluate_fix(step, work)
+            else:
+                self.hand_on(step, work)
+
+    def execute(self, max_steps: int | None = None) -> None:
+        """The local run: every phase in sequence, exactly as the jobs of a dispatched run."""
+        done = finished_steps(self.output)
+        first = self.position()
+        if done and first.phase != "done":
+            progress.say(f"resuming after step {done[-1].index}" + ("" if first.phase in ("build", "hand-on") else f", at {first}"))
+        started: set[int] = set()
+        while (position := self.position()).step is not None:
+            assert position.step is not None
+            if position.phase == "build" and max_steps is not None and len(started) >= max_steps:
+                progress.say(f"paused after {max_steps} step(s); run again to continue")
+                return
+            started.add(position.step.index)
+            self.run_phase(position)
+
+    def execute_phase(self, phase: str, step_index: int | None) -> PhaseOutcome:
+        """One job's phase. A phase already done (a re-run, or a run dispatched again) is
+        skipped; asking for a phase whose predecessors have not run is an error."""
+        current = self.position()
+        wanted_step = current.step.index if step_index is None and current.step else step_index
+        wanted = (wanted_step if wanted_step is not None else 10**9, PHASES.index(phase))
+        if current.step is None or wanted < current.key():
+            say = f"step {wanted_step} {phase}: already done (the run is at {current}); nothing to do"
+            progress.say(say)
+            return PhaseOutcome(None, current, say)
+        if wanted > current.key():
+            raise SwechainError(
+                f"cannot run step {wanted_step} {phase}: the run is at {current}; run --phase {current.phase} first"
+            )
+        self.run_phase(current)
+        return PhaseOutcome(current, self.position(), "")
 
 
-def run_chain(
-    chain_name: str, agent_spec: str, output: Path, spec_level: str | None = None, steps: str | None = None,
-    branch: RunBranch | None = None, max_steps: int | None = None,
-) -> Scorecard:
+def load_run(
+    chain_name: str, agent_spec: str, output: Path, spec_level: str | None, steps: str | None,
+    branch: RunBranch | None, from_branch: bool = False,
+) -> ChainRun | None:
+    """Open (or start) the run in ``output``; None if it is finished. ``from_branch``: the
+    branch's records replace the folder's (a job's view of the run is the branch's)."""
     chain = load_chain(chain_name).select_steps(steps)
     agent, manifest = resolve_agent(agent_spec)
     level = spec_level or chain.config.default_spec_level
@@ -312,12 +485,11 @@ def run_chain(
     secrets_for(manifest)  # fail before any work when a variable or network is missing
     agent_network(manifest)
     output = output.resolve()
-    if branch and not (output / "run.json").exists():
-        branch.restore_records(output)  # a run that stopped elsewhere resumes from its branch
+    if branch and (from_branch or not (output / "run.json").exists()):
+        branch.restore_records(output, replace=from_branch)  # a run that stopped elsewhere resumes from its branch
     record = open_run(output, chain, agent, level)
     if record is not None and record.status == "finished":
-        progress.say(f"{output} holds a finished run; re-scoring it")
-        return rescore(output)
+        return None
     sandbox = DockerSandbox()
     chain_images = image_builds.ensure_images(sandbox, chain)
     oracle = oracles.build(sandbox, chain, chain_images)
@@ -334,10 +506,35 @@ def run_chain(
             f"{output}: the chain's oracle changed since this run started (images or chain.yaml differ); "
             "start a new run in another --output folder"
         )
+    run = ChainRun(sandbox, chain, agent, manifest, oracle, chain_images, output, specs, branch)
+    run.reopen()
+    return run
+
+
+def run_chain(
+    chain_name: str, agent_spec: str, output: Path, spec_level: str | None = None, steps: str | None = None,
+    branch: RunBranch | None = None, max_steps: int | None = None,
+) -> Scorecard:
+    """The whole run here, phase after phase."""
+    run = load_run(chain_name, agent_spec, output, spec_level, steps, branch)
+    if run is None:
+        progress.say(f"{output} holds a finished run; re-scoring it")
     else:
-        record = record.model_copy(update={"status": "running", "stop_reason": None})
-    ChainRun(sandbox, chain, agent, manifest, oracle, chain_images, output, record, specs, branch).execute(max_steps)
-    return rescore(output)
+        run.execute(max_steps)
+    return rescore(output.resolve())
+
+
+def run_phase(
+    chain_name: str, agent_spec: str, output: Path, phase: str, step: int | None = None,
+    spec_level: str | None = None, steps: str | None = None, branch: RunBranch | None = None,
+) -> PhaseOutcome:
+    """One phase, as a job runs it: the run's state comes from the branch when there is one."""
+    run = load_run(chain_name, agent_spec, output, spec_level, steps, branch, from_branch=branch is not None)
+    if run is None:
+        say = f"the run in {output} is finished; nothing to do"
+        progress.say(say)
+        return PhaseOutcome(None, Position(None, "done"), say)
+    return run.execute_phase(phase, step)
 
 
 def rescore(output: Path) -> Scorecard:

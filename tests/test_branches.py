@@ -34,13 +34,23 @@ def test_a_run_branch_has_a_commit_per_phase_and_resumes_on_another_machine(toy_
     assert load_json(output_a / "run.json")["status"] == "stopped"
     log = git("--git-dir", str(origin), "log", "--format=%s", BRANCH).splitlines()
     assert [line.split(":")[0] for line in reversed(log)] == [
-        "start", "step 1 build", "step 2 build", "step 2 fix", "step 3 build", "stopped"
+        "start", "step 1 build", "step 1 evaluate", "step 2 build", "step 2 evaluate", "step 2 fix",
+        "step 2 evaluate fix", "step 3 build", "step 3 evaluate", "stopped",
     ]
     # Each commit's tree is the agent's code (no tests) plus the records.
-    files = git("--git-dir", str(origin), "ls-tree", "-r", "--name-only", f"{BRANCH}~2").splitlines()
+    files = git("--git-dir", str(origin), "ls-tree", "-r", "--name-only", f"{BRANCH}~4").splitlines()
     assert "src/toyslug/text.py" in files and ".swechain/run.json" in files
     assert not [f for f in files if f.startswith("tests/")]
-    fix_diff = git("--git-dir", str(origin), "diff", f"{BRANCH}~3", f"{BRANCH}~2", "--", "src")
+    # A phase's commit holds that phase's records and nothing later: the Build's, not its Fix.
+    build_records = git("--git-dir", str(origin), "ls-tree", "-r", "--name-only", f"{BRANCH}~6",
+                        ".swechain/steps/02-0.2.0-0.3.0").splitlines()
+    assert ".swechain/steps/02-0.2.0-0.3.0/agent-build.json" in build_records
+    assert not [f for f in build_records if f.rsplit("/", 1)[-1] in ("step.json", "evaluate.json", "agent-fix.json")]
+    evaluated = git("--git-dir", str(origin), "ls-tree", "-r", "--name-only", f"{BRANCH}~5",
+                    ".swechain/steps/02-0.2.0-0.3.0").splitlines()
+    assert ".swechain/steps/02-0.2.0-0.3.0/fix_report.md" in evaluated
+    assert not [f for f in evaluated if f.rsplit("/", 1)[-1] in ("step.json", "agent-fix.json")]
+    fix_diff = git("--git-dir", str(origin), "diff", f"{BRANCH}~5", f"{BRANCH}~4", "--", "src")
     assert "+def shorten(text: str, length: int" in fix_diff
 
     # Another machine: a fresh clone and an empty output folder; the branch carries the run.
@@ -56,7 +66,7 @@ def test_a_run_branch_has_a_commit_per_phase_and_resumes_on_another_machine(toy_
     assert card["steps_scored"] == 3 and [s["fix_ran"] for s in card["steps"]] == [False, True, False]
     assert (card["build_fix"]["tp"], card["build_fix"]["fn"], card["build_fix"]["fp"]) == (24, 6, 1)
     head = git("--git-dir", str(origin), "log", "-3", "--format=%s", BRANCH).splitlines()
-    assert [line.split(":")[0] for line in head] == ["finished", "step 3 build", "stopped"]
+    assert [line.split(":")[0] for line in head] == ["finished", "step 3 evaluate", "step 3 build"]
     final = git("--git-dir", str(origin), "ls-tree", "-r", "--name-only", BRANCH).splitlines()
     assert "src/toyslug/text.py" in final and ".swechain/scorecard.json" in final
     # Recording the end changes only the records, never the code.

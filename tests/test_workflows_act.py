@@ -117,7 +117,7 @@ def test_a_dispatched_chain_run_leaves_a_branch_a_summary_and_a_status(toy_oracl
                     {"inputs": {**inputs, "max_steps": "1"}, "ref": "refs/heads/main"}, github.url)
         assert first.returncode == 0, first.stdout[-5000:]
         subjects = git("--git-dir", str(origin), "log", "--format=%s", branch).splitlines()
-        assert [s.split(":")[0] for s in reversed(subjects)] == ["start", "step 1 build"]
+        assert [s.split(":")[0] for s in reversed(subjects)] == ["start", "step 1 build", "step 1 evaluate"]
         assert [(s.state, s.context) for s in github.state.statuses] == [("pending", "swechain-ci/oracle/toy")]
         assert github.state.dispatches == [
             {"workflow": "chain-run.yml", "ref": "main", "inputs": {**inputs, "max_steps": "1"}}
@@ -130,7 +130,10 @@ def test_a_dispatched_chain_run_leaves_a_branch_a_summary_and_a_status(toy_oracl
         assert len(github.state.dispatches) == 1, "a finished run hands on nothing"
     assert "restored the run's records" in second.stdout
     subjects = git("--git-dir", str(origin), "log", "--format=%s", branch).splitlines()
-    assert [s.split(":")[0] for s in reversed(subjects)] == ["start", "step 1 build", "step 2 build", "step 3 build", "finished"]
+    assert [s.split(":")[0] for s in reversed(subjects)] == [
+        "start", "step 1 build", "step 1 evaluate", "step 2 build", "step 2 evaluate", "step 3 build",
+        "step 3 evaluate", "finished",
+    ]
     head = git("--git-dir", str(origin), "rev-parse", branch)
     assert "Summary - # Scorecard: `oracle` on `toy`" in second.stdout
     assert (statuses[-1].sha, statuses[-1].state) == (head, "success")

@@ -62,8 +62,11 @@ class RunBranch:
         if remote_heads:
             self.git("fetch", "--quiet", self.remote, f"+{self.ref}:{self.ref}")
 
-    def restore_records(self, output: Path) -> bool:
-        """Put the branch head's records into an empty output folder; False if there is no branch."""
+    def restore_records(self, output: Path, replace: bool = False) -> bool:
+        """Put the branch head's records into ``output``; False if the branch holds none.
+
+        ``replace``: the branch is the run's truth (a job's view), so the folder's records
+        give way to the branch's; otherwise ``output`` must be empty."""
         self.fetch()
         head = self.head()
         if head is None:
@@ -71,11 +74,22 @@ class RunBranch:
         listing = self.git("ls-tree", "-r", "--name-only", head, RECORDS)
         if not listing:
             return False
-        output.mkdir(parents=True, exist_ok=True)
+        if replace and output.is_dir() and any(output.iterdir()) and not (output / "run.json").is_file():
+            raise SwechainError(f"{output} holds files but no run.json; give the run's own --output folder")
         archive = subprocess.run(
             ["git", f"--git-dir={self.git_dir}", "archive", head, RECORDS], capture_output=True, check=True
         ).stdout
-        trees.unpack_untrusted([archive], output, strip=RECORDS)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        incoming = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+        try:
+            trees.unpack_untrusted([archive], incoming, strip=RECORDS)
+            if replace and output.exists():
+                shutil.rmtree(output)
+            output.mkdir(exist_ok=True)
+            for item in incoming.iterdir():
+                item.rename(output / item.name)
+        finally:
+            shutil.rmtree(incoming, ignore_errors=True)
         progress.say(f"restored the run's records from {self.branch} at {head[:10]}")
         return True
 

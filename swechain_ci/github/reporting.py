@@ -134,6 +134,20 @@ def write_job_summary(markdown: str, limit: int = SUMMARY_LIMIT) -> Path | None:
     return path
 
 
+def write_outputs(values: dict[str, str]) -> Path | None:
+    """Set a step's outputs (``$GITHUB_OUTPUT``); nothing outside GitHub Actions."""
+    name = os.environ.get("GITHUB_OUTPUT", "").strip()
+    if not name:
+        return None
+    for key, value in values.items():
+        if "\n" in key or "\n" in value or "=" in key:
+            raise ValueError(f"output {key!r} must be one line")
+    path = Path(name)
+    with path.open("a") as handle:
+        handle.write("".join(f"{key}={value}\n" for key, value in values.items()))
+    return path
+
+
 # -- the client ---------------------------------------------------------------------------------
 
 
