@@ -201,6 +201,8 @@ def run(
         markdown = phase_summary(output.resolve(), done.ran.step.index, phase)
     else:
         markdown = f"## {phase}\n\n{done.summary}\n"
+        if phase == "hand-on" and (output / "scorecard.json").is_file():
+            markdown += "\n" + phase_summary(output.resolve(), 0, phase)
     typer.echo(markdown)
     write_job_summary(markdown)
     write_outputs({"step": str(at.step.index) if at.step else "", "next": done.next.phase})

@@ -17,6 +17,7 @@ give the same records, and a run cut short anywhere resumes at its first unfinis
 
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import shutil
@@ -113,7 +114,12 @@ def snapshot(code: Path) -> bytes:
 
 
 def restore(archive: Path, dest: Path) -> None:
-    trees.unpack_untrusted([archive.read_bytes()], dest, strip="code")
+    """A codebase from the records (which a branch may have carried): decompressed as a stream, so the tree's caps hold."""
+    try:
+        with gzip.open(archive) as stream:
+            trees.unpack_untrusted(iter(lambda: stream.read(2**20), b""), dest, strip="code")
+    except (OSError, EOFError) as exc:
+        raise SwechainError(f"{archive} is not a readable code archive ({exc}); remove its step folder to redo the step") from None
 
 
 def secrets_for(manifest: AgentManifest) -> dict[str, str]:

@@ -251,14 +251,19 @@ def continue_run(
     """Dispatch the next job of a run that paused after its step budget; nothing if it ended."""
     from swechain_ci.github.reporting import GitHubReporter
 
+    from swechain_ci.github.reporting import write_job_summary
+
     run = _run_record(run_dir)
     if run.status != "running":
-        typer.echo(f"run {run.run_id} is {run.status}; nothing to continue")
-        return
-    pairs = dict(item.partition("=")[::2] for item in inputs or [])
-    with GitHubReporter.from_env() as reporter:
-        reporter.dispatch_workflow(workflow, ref, pairs)
-    typer.echo(f"dispatched {workflow} on {ref} to continue run {run.run_id}")
+        said = f"run {run.run_id} is {run.status}; nothing to continue"
+    else:
+        pairs = dict(item.partition("=")[::2] for item in inputs or [])
+        with GitHubReporter.from_env() as reporter:
+            reporter.dispatch_workflow(workflow, ref, pairs)
+        said = f"dispatched {workflow} on {ref} to continue run {run.run_id}"
+    typer.echo(said)
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        write_job_summary(f"Hand-on: {said}.\n")
 
 
 # -- leaderboard --------------------------------------------------------------------------------

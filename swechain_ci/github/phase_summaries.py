@@ -3,7 +3,8 @@
 - build: what the agent did (status, turns, cost, wall clock, diff stats);
 - evaluate: the step's table (Build, and Build+Fix once known; TP/FN/FP and categories)
   and the chain totals so far;
-- fix: the Fix report the agent answered, what it did, and the step's table after it;
+- fix: the Fix report the agent answered and what the agent did; evaluate-fix: the step's
+  table with Build+Fix, and the chain totals;
 - hand-on: the scorecard.
 
 Agent output (details, the Fix report, which quotes test output of the agent's code) is
@@ -92,8 +93,8 @@ def phase_summary(output: Path, step: int, phase: str) -> str:
         verdict = ("The Build has an execution error: the one Fix is granted." if step_record.fix_report and not finished
                    else "No Fix: the step is finished.")
         return "\n\n".join([title, step_table(step_record), verdict, chain_totals(output)]) + "\n"
+    if phase == "evaluate-fix":
+        return "\n\n".join([title, step_table(step_record), chain_totals(output)]) + "\n"
     fix = read_model(folder / "agent-fix.json", AgentPhaseRecord)
-    parts = [title, "The Fix report the agent answered:", fenced(step_record.fix_report or ""), agent_table(fix)]
-    if finished:
-        parts += [step_table(step_record), chain_totals(output)]
-    return "\n\n".join(parts) + "\n"
+    return "\n\n".join([title, "The Fix report the agent answered:", fenced(step_record.fix_report or ""),
+                        agent_table(fix)]) + "\n"
