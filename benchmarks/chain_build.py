@@ -75,7 +75,7 @@ def container_vs_bare(chain_id: str, steps: str | None) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         venv, work = Path(tmp) / "venv", Path(tmp) / "work"
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        wheels = images.wheelhouse(environments.pins(chain, version), chain.config.python)
+        wheels = images.wheelhouse(environments.pins(chain, version), chain.config.python, environments.built_wheels(chain))
         subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "--no-index", "--find-links", str(wheels),
                         *environments.pins(chain, version)], check=True)
         shutil.copytree(trees.code, work)
