@@ -281,31 +281,48 @@ def snapshot(
 
 @app.command("alerts")
 def alerts(
+    runs: Annotated[list[Path] | None, typer.Argument(
+        help="this week's runs; default: compare the last two snapshots")] = None,
     history: Annotated[Path, typer.Option(help="weekly leaderboard snapshots (YYYY-Www.json)")] = Path("reports/history"),
-    threshold: Annotated[float, typer.Option(min=0.0, max=1.0, help="alert when chain B+F F1 or resolving drops by more than this (0.05 = 5 points)")] = 0.05,
-    comment_on: Annotated[int | None, typer.Option(min=1, help="report on GitHub as a comment on this issue")] = None,
-    open_issue: Annotated[str | None, typer.Option(help="report on GitHub as a new issue with this title")] = None,
-    site_url: Annotated[str | None, typer.Option(help="the published site, to link the run pages")] = None,
+    threshold: Annotated[float, typer.Option(
+        min=0.0, max=1.0, envvar="SWECHAIN_ALERT_THRESHOLD",
+        help="alert when chain B+F F1 or resolving drops by more than this (0.05 = 5 points)")] = 0.05,
+    week: Annotated[str | None, typer.Option(help="this week (ISO, e.g. 2026-W49); default the current one")] = None,
+    comment_on: Annotated[int | None, typer.Option(
+        min=1, envvar="SWECHAIN_ALERT_ISSUE", help="report on GitHub as a comment on this issue")] = None,
+    open_issue: Annotated[str | None, typer.Option(
+        envvar="SWECHAIN_ALERT_ISSUE_TITLE", help="else report on GitHub as a new issue with this title")] = None,
+    site_url: Annotated[str | None, typer.Option(envvar="SWECHAIN_SITE_URL", help="the published site, to link the run pages")] = None,
+    workflow_url: Annotated[str | None, typer.Option(help="the workflow run holding this week's run artifacts")] = None,
 ) -> None:
-    """Compare the latest weekly snapshot with the one before: oracle changes and drops, first in the job summary."""
+    """Compare this week's leaderboard with the latest earlier snapshot: oracle changes and drops.
+
+    Alerts go to the job summary (call this before anything else writes it) and, if asked, to GitHub."""
     from swechain_ci.github.alerts import post_alerts
     from swechain_ci.github.reporting import GitHubReporter, write_job_summary
-    from swechain_ci.site.history import load_history, regressions, render_alerts
+    from swechain_ci.scoring.leaderboard import build_leaderboard
+    from swechain_ci.site.history import check_week, load_history, regressions, render_alerts, this_week
 
     snapshots = load_history(history)
-    if len(snapshots) < 2:
-        typer.echo(f"{len(snapshots)} snapshot(s) in {history}: nothing to compare yet")
+    if runs:
+        current = (check_week(week) if week else this_week(), build_leaderboard(runs))
+        earlier = [s for s in snapshots if s[0] < current[0]]
+    else:
+        current, earlier = (snapshots[-1], snapshots[:-1]) if snapshots else (None, [])
+    if current is None or not earlier:
+        typer.echo(f"no earlier week's snapshot in {history}: nothing to compare yet")
         return
-    found = regressions(snapshots[-2], snapshots[-1], threshold)
+    found = regressions(earlier[-1], current, threshold)
     if not found:
-        typer.echo(f"no alerts: {snapshots[-2][0]} -> {snapshots[-1][0]}, threshold {100 * threshold:g} points")
+        typer.echo(f"no alerts: {earlier[-1][0]} -> {current[0]}, threshold {100 * threshold:g} points")
         return
-    markdown = render_alerts(found, threshold, site_url)
+    markdown = render_alerts(found, threshold, site_url, workflow_url)
     write_job_summary(markdown)
     typer.echo(markdown)
     if comment_on is not None or open_issue is not None:
         with GitHubReporter.from_env() as reporter:
-            typer.echo(f"alerts reported at {post_alerts(reporter, markdown, comment_on, open_issue)}")
+            where = post_alerts(reporter, markdown, comment_on, None if comment_on is not None else open_issue)
+            typer.echo(f"alerts reported at {where}")
 
 
 def main() -> None:

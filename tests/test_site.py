@@ -108,8 +108,8 @@ def test_two_weeks_of_history_where_an_agent_drops(tmp_path):
     assert resolving.runs == [str(tmp_path / "w48" / "falling" / "scorecard.json"),
                               str(tmp_path / "w49" / "falling" / "scorecard.json")]
     text = render_alerts(alerts, 0.05, "https://example.org/site")
-    assert "**falling** on `pyjwt`: Build+Fix F1 88.9% → 75.0% (−13.9 points, 2026-W48 → 2026-W49)" in text
-    assert "**falling** on `pyjwt`: Build+Fix resolving 80.0% → 60.0% (−20.0 points" in text
+    assert "- `falling` on `pyjwt`: Build+Fix F1 88.9% → 75.0% (−13.9 points, 2026-W48 → 2026-W49)" in text
+    assert "- `falling` on `pyjwt`: Build+Fix resolving 80.0% → 60.0% (−20.0 points" in text
     assert f"https://example.org/site/{run_page_name('falling', 'pyjwt')}" in text
     assert "steady" not in text
     assert regressions(weeks[0], weeks[1], threshold=0.25) == []
@@ -175,3 +175,19 @@ def test_alerts_cli_with_one_week_says_there_is_nothing_to_compare(tmp_path):
     record_snapshot(board_of(tmp_path, "w48", {"a": (0.8, 1.0)}), history, "2026-W48")
     result = CliRunner().invoke(app, ["alerts", "--history", str(history)])
     assert result.exit_code == 0 and "nothing to compare yet" in result.output
+
+
+def test_alerts_cli_compares_this_weeks_runs_with_the_last_snapshot(tmp_path, monkeypatch):
+    history = tmp_path / "history"
+    record_snapshot(board_of(tmp_path, "w48", {"falling": (0.8, 1.0), HOSTILE: (0.9, 1.0)}), history, "2026-W48")
+    board_of(tmp_path, "w49", {"falling": (0.8, 1.0), HOSTILE: (0.5, 1.0)})  # this week's scorecards
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = CliRunner().invoke(app, ["alerts", str(tmp_path / "w49"), "--history", str(history), "--week", "2026-W49",
+                                      "--threshold", "0.1", "--site-url", "https://pages.example/site"])
+    assert result.exit_code == 0, result.output
+    text = summary.read_text()
+    assert text.startswith("## Leaderboard alerts (2)") and "falling" not in text
+    # the hostile agent's name is a code span, never Markdown or HTML
+    assert f"- `{HOSTILE}` on `pyjwt`: Build+Fix F1 94.7% → 66.7% (−28.1 points, 2026-W48 → 2026-W49)" in text
+    assert f"https://pages.example/site/{run_page_name(HOSTILE, 'pyjwt')}" in text

@@ -297,16 +297,19 @@ def publish_leaderboard_command(
     remote: Annotated[str, typer.Option(help="the remote to push to")] = "origin",
     folder: Annotated[str, typer.Option(help="folder in the branch for leaderboard.json/.md/.png")] = "reports",
     repo: Annotated[Path, typer.Option(help="a clone of the repository (only its object store is used)")] = Path("."),
+    week: Annotated[str | None, typer.Option(help="ISO week of the history snapshot (FOLDER/history/WEEK.json); default this week")] = None,
 ) -> None:
     """Commit the leaderboard onto the remote branch's current head and push; nothing if its content is unchanged.
 
-    Appends the leaderboard to the job summary. GITHUB_TOKEN, if set, is given to git's fetch and push only."""
+    The leaderboard is also kept as this week's history snapshot. Appends the leaderboard to the job
+    summary. GITHUB_TOKEN, if set, is given to git's fetch and push only."""
     from swechain_ci.github.publish import publish_leaderboard
     from swechain_ci.github.reporting import write_job_summary
     from swechain_ci.scoring.leaderboard import build_leaderboard, render_markdown
+    from swechain_ci.site.history import check_week, this_week
 
     board = build_leaderboard(runs_dirs)
-    commit = publish_leaderboard(board, repo, remote, branch, folder)
+    commit = publish_leaderboard(board, repo, remote, branch, folder, week=check_week(week) if week else this_week())
     outcome = (f"Published to `{branch}` as {commit[:12]}." if commit
                else f"Unchanged: `{branch}` already holds this leaderboard; nothing committed.")
     write_job_summary(render_markdown(board) + "\n" + outcome + "\n")

@@ -100,10 +100,12 @@ def _commit_files(repo: Path, parent: str, files: dict[str, bytes], message: str
 
 
 def publish_leaderboard(board: Leaderboard, repo: Path, remote: str, branch: str, folder: str = "reports",
-                        message: str = "Leaderboard: weekly refresh", attempts: int = 5) -> str | None:
-    """Commit leaderboard.json/.md/.png under ``folder`` on top of ``remote``'s ``branch`` and push it.
+                        message: str = "Leaderboard: weekly refresh", attempts: int = 5,
+                        week: str | None = None) -> str | None:
+    """Commit leaderboard.json/.md/.png under ``folder`` on top of ``remote``'s ``branch`` and push it,
+    with the leaderboard also kept as ``week``'s history snapshot (``folder/history/<week>.json``) if given.
 
-    Returns the pushed commit, or None if the branch already holds the same leaderboard.
+    Returns the pushed commit, or None if the branch already holds the same leaderboard (and the week's snapshot).
     A push refused because the branch moved is retried on the new head, ``attempts`` times in all.
     """
     auth = token_env()
@@ -111,12 +113,16 @@ def publish_leaderboard(board: Leaderboard, repo: Path, remote: str, branch: str
     files = {f"{folder}/leaderboard.json": (board.model_dump_json(indent=2) + "\n").encode(),
              f"{folder}/leaderboard.md": render_markdown(board).encode(),
              f"{folder}/leaderboard.png": render_png(board)}
+    snapshot = f"{folder}/history/{week}.json" if week else None
+    if snapshot:
+        files[snapshot] = files[f"{folder}/leaderboard.json"]
     tracking = f"refs/swechain-publish/{branch}"
     for attempt in range(1, attempts + 1):
         git(repo, "fetch", "--quiet", remote, f"+refs/heads/{branch}:{tracking}", extra_env=auth)
         head = git(repo, "rev-parse", tracking).stdout.decode().strip()
         old = git(repo, "cat-file", "blob", f"{head}:{folder}/leaderboard.json", check=False)
-        if same_content(board, old.stdout if old.returncode == 0 else None):
+        kept = snapshot is None or git(repo, "cat-file", "-e", f"{head}:{snapshot}", check=False).returncode == 0
+        if kept and same_content(board, old.stdout if old.returncode == 0 else None):
             progress.say(f"leaderboard unchanged on {branch} at {head[:10]}: nothing to publish")
             return None
         commit = _commit_files(repo, head, files, message)

@@ -125,23 +125,27 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
-def render_alerts(alerts: list[Alert], threshold: float, run_url: str | None = None) -> str:
-    """Markdown for the job summary and the issue: what dropped, by how much, and which runs to open."""
+def render_alerts(alerts: list[Alert], threshold: float, site_url: str | None = None,
+                  workflow_url: str | None = None) -> str:
+    """Markdown for the job summary and the issue: what dropped, by how much, and which runs to open.
+    Agent and chain names are untrusted: shown as code spans only."""
+    from swechain_ci.markdown import inline, plain
     from swechain_ci.site.build import run_page_name
 
     if not alerts:
         return ""
     lines = [f"## Leaderboard alerts ({len(alerts)})", "",
              f"Compared with the previous week's snapshot; threshold {100 * threshold:g} points of chain "
-             "Build+Fix F1 or resolving.", ""]
+             "Build+Fix F1 or resolving." + (f" This week's runs: {plain(workflow_url)}" if workflow_url else ""), ""]
     for a in alerts:
         if a.kind == "oracle_changed":
-            lines.append(f"- **Oracle changed** on chain `{a.chain}` ({a.previous_week} → {a.current_week}): {a.detail}.")
+            lines.append(f"- **Oracle changed** on chain {inline(a.chain)} ({a.previous_week} → {a.current_week}): "
+                         f"{plain(a.detail)}.")
         else:
-            lines.append(f"- **{a.agent}** on `{a.chain}`: Build+Fix {'F1' if a.metric == 'f1' else 'resolving'} "
+            lines.append(f"- {inline(a.agent)} on {inline(a.chain)}: Build+Fix {'F1' if a.metric == 'f1' else 'resolving'} "
                          f"{_pct(a.previous)} → {_pct(a.current)} (−{100 * (a.drop or 0):.1f} points, "
                          f"{a.previous_week} → {a.current_week}).")
-            if run_url:
-                lines.append(f"  Run page: {run_url.rstrip('/')}/{run_page_name(a.agent or '', a.chain)}")
-        lines += [f"  - look at `{run}`" for run in a.runs]
+            if site_url:
+                lines.append(f"  - run page: {plain(site_url).rstrip('/')}/{run_page_name(a.agent or '', a.chain)}")
+        lines += [f"  - look at {inline(run, limit=300)}" for run in a.runs]
     return "\n".join(lines) + "\n"
