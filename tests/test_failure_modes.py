@@ -37,6 +37,21 @@ def test_missing_name_from_tolerated_imports_and_missing_attributes():
         FailureMode.missing_name
 
 
+def pyjwt_run() -> Run:
+    return Run.model_validate_json((FIXTURES / "pyjwt-noop-step13-run.json").read_text())
+
+
+def test_real_pyjwt_failures_of_noop_on_2_11_0():
+    run = pyjwt_run()
+    found = {test.rsplit("::", 1)[1]: classify(run, test) for test in run.statuses}
+    assert found == {
+        "test_ec_curve_validation_rejects_wrong_curve_for_es256": FailureMode.wrong_signature,  # __init__ arity
+        "test_jwt_encode_decode_rejects_wrong_curve": FailureMode.wrong_exception,  # DID NOT RAISE InvalidKeyError
+        "test_hmac_short_key_warns_by_default_hs256": FailureMode.missing_name,  # no check_key_length method
+        "test_pyjwt_decode_enforces_short_hmac_key": FailureMode.wrong_exception,  # InvalidSignatureError escaped
+    }
+
+
 def test_wrong_signature_is_a_type_error_at_the_call():
     found = modes("noop-step2")
     for case in ("dot-sep", "underscore-sep", "wrong-sep"):

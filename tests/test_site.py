@@ -191,3 +191,39 @@ def test_alerts_cli_compares_this_weeks_runs_with_the_last_snapshot(tmp_path, mo
     # the hostile agent's name is a code span, never Markdown or HTML
     assert f"- `{HOSTILE}` on `pyjwt`: Build+Fix F1 94.7% → 66.7% (−28.1 points, 2026-W48 → 2026-W49)" in text
     assert f"https://pages.example/site/{run_page_name(HOSTILE, 'pyjwt')}" in text
+
+
+def test_llm_summary_adds_a_cached_sentence_beside_the_counts(tmp_path, monkeypatch):
+    from anthropic_server import ScriptedServer, message, tool_use
+
+    from swechain_ci.site.summary import StepSummarizer
+    from swechain_ci.specs.llm import make_llm
+
+    runs = tmp_path / "runs"
+    make_run(runs, "replay", "toy", ["replay-step1", "replay-step2"])
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    sentence = f"The syntax error in text.py broke every module {HOSTILE}."
+    with ScriptedServer(lambda body: message([tool_use("summary", {"sentence": sentence})])) as server:
+        summarize = StepSummarizer(make_llm(base_url=server.url), cache=tmp_path / "cache")
+        build_site(tmp_path / "site", build_leaderboard([runs]), [], "2026-W49", summarize)
+        asked = len(server.requests)
+        build_site(tmp_path / "again", build_leaderboard([runs]), [], "2026-W49", summarize)
+        assert len(server.requests) == asked == 2, "one request per failed step, then the cache"
+    prompt = json.loads(server.requests[1].messages[0]["content"][0]["text"])
+    assert prompt["failure_modes"] == {"assertion mismatch": 3}  # step 2's Build+Fix
+    html = (tmp_path / "again" / run_page_name("replay", "toy")).read_text()
+    assert html.count("The syntax error in text.py broke every module &lt;script&gt;") == 2
+    assert '<td class="mode">6</td>' in html, "the counts stay"
+
+
+def test_integrity_status_is_shown_and_flagged_runs_stand_out(tmp_path):
+    board = board_of(tmp_path, "w49", {"clean-agent": (0.5, 0.5), "flagged-agent": (0.9, 0.9), "old-agent": (0.1, 0.5)})
+    statuses = {"clean-agent": "clean", "flagged-agent": "flagged", "old-agent": None}
+    for row in board.rows:
+        row.results[0].integrity = statuses[row.agent]
+    build_site(tmp_path / "site", board, [], "2026-W49")
+    html = (tmp_path / "site" / "index.html").read_text()
+    rows = {agent: row for agent, row in re.findall(r'<span class="agent">([^<]+)</span>(.*?)</tr>', html, re.S)}
+    assert 'class="integrity flagged"' in rows["flagged-agent"]
+    assert 'class="integrity clean"' in rows["clean-agent"]
+    assert "not recorded" in rows["old-agent"]

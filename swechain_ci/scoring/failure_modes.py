@@ -66,7 +66,7 @@ RULES: tuple[Rule, ...] = (
     Rule(FailureMode.missing_name, "collection", _re(r"^(ImportError|ModuleNotFoundError)\b")),
     Rule(FailureMode.collection, "collection", _re(r".")),
     Rule(FailureMode.missing_name, "message",
-         _re(r"^(ImportError|ModuleNotFoundError|NameError)\b|^AttributeError: module '[^']*' has no attribute")),
+         _re(r"^(ImportError|ModuleNotFoundError|NameError)\b|^AttributeError: (?!'NoneType').*has no attribute")),
     # a name the harness bound to None after a failed `from X import Y` in the test file
     Rule(FailureMode.missing_name, "message",
          _re(r"'NoneType' object (is not callable|is not subscriptable|is not iterable|has no attribute)"),

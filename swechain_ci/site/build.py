@@ -138,9 +138,10 @@ def load_run(folder: Path, card: Scorecard, site: Path, summarize: Callable[[Ste
         steps.append(view)
     labels = [str(s.index) for s in steps]
     plot = line_plot(f"{card.agent} on {card.chain}: Build+Fix per step", labels, [
+        # Build first, so that Build+Fix draws over it where the two agree
+        Series("cumulative resolving (Build)", [s.cumulative_resolving_build for s in steps], dashed=True),
         Series("cumulative resolving (Build+Fix)", [s.cumulative_resolving for s in steps]),
         Series("passing rate (Build+Fix)", [s.passing for s in steps]),
-        Series("cumulative resolving (Build)", [s.cumulative_resolving_build for s in steps], dashed=True),
     ], css_class="plot trajectory")
     integrity = getattr(getattr(card, "integrity", None), "status", None)
     return RunView(run=run, card=card, folder=folder, page=page, steps=steps, plot=plot, integrity=integrity)
