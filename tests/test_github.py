@@ -355,7 +355,12 @@ def project(tmp_path, monkeypatch):
     root = tmp_path / "project"
     for chain in ("alpha", "beta"):
         (root / "chains" / chain).mkdir(parents=True)
-        (root / "chains" / chain / "chain.yaml").write_text("id: x\n")
+        (root / "chains" / chain / "chain.yaml").write_text(
+            f"id: {chain}\npackage: p\nimport_name: p\ndefault_spec_level: manual\n"
+            "versions: [{version: '1', source: {kind: local, path: v1}}, {version: '2', source: {kind: local, path: v2}}]\n")
+    # Only alpha has its default level's specification: a weekly run of beta could not start.
+    (root / "specs" / "alpha" / "1-2").mkdir(parents=True)
+    (root / "specs" / "alpha" / "1-2" / "manual.md").write_text("# Upgrade\n")
     agents = root / "agents"
     agents.mkdir()
     (agents / "needs-key.yaml").write_text(
@@ -380,7 +385,8 @@ def test_matrix(project, monkeypatch):
     assert matrix("--agents", "noop,free", "--chains", "alpha") == [("noop", "alpha"), ("free", "alpha")]
     assert matrix("--runnable-only", "--exclude-builtin", "--chains", "alpha") == [("free", "alpha")]
     monkeypatch.setenv("SWECHAIN_TEST_KEY", "x")
-    assert ("needs-key", "alpha") in matrix("--runnable-only")
+    assert matrix("--runnable-only") == [(a, "alpha") for a in ("oracle", "noop", "free", "needs-key")]
+    assert "chain beta left out: its default level manual is missing" in invoke("matrix", "--runnable-only").stderr
     with pytest.raises(SwechainError, match="unknown agents nope"):
         invoke("matrix", "--agents", "nope")
 

@@ -87,7 +87,8 @@ def matrix(
     chains: Annotated[list[str] | None, typer.Option(help="only these chains (repeat, or comma-separate)")] = None,
     exclude_builtin: Annotated[bool, typer.Option("--exclude-builtin", help="leave out the built-in agents (oracle, noop)")] = False,
     runnable_only: Annotated[bool, typer.Option(
-        "--runnable-only", help="leave out agents whose manifest's env variables are not all set here")] = False,
+        "--runnable-only",
+        help="leave out agents whose manifest's env variables are not all set here, and chains whose default level is missing")] = False,
     changed_manifests: Annotated[bool, typer.Option(
         "--changed-manifests", help="only the agents whose manifests (or their Dockerfiles) are among FILE...; none given, none chosen")] = False,
 ) -> None:
@@ -129,10 +130,26 @@ def matrix(
         unknown = [c for c in chosen_chains if c not in all_chains]
         if unknown:
             raise SwechainError(f"unknown chains {', '.join(unknown)}: chains are {', '.join(all_chains) or 'none'}")
+    if runnable_only:
+        chosen_chains = [c for c in chosen_chains if _specified(c)]
     include = [{"agent": a, "chain": c} for a in selected for c in chosen_chains]
     if not include:
         _note("note: the matrix is empty; guard the job with `if: fromJSON(needs.<job>.outputs.matrix).include[0]`")
     typer.echo(json.dumps({"include": include}, separators=(",", ":")))
+
+
+def _specified(chain_id: str) -> bool:
+    """Whether the chain's default specification level exists for every step (else a note says
+    which command writes it, and the chain is left out rather than failing a job)."""
+    from swechain_ci.chain.definition import load_chain
+    from swechain_ci.specs.store import levels_available, producing_command
+
+    chain = load_chain(chain_id)
+    level = chain.config.default_spec_level
+    if level in levels_available(chain):
+        return True
+    _note(f"note: chain {chain_id} left out: its default level {level} is missing; {producing_command(chain, level)} writes it")
+    return False
 
 
 # -- run folders ----------------------------------------------------------------------------------
