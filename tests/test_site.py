@@ -32,8 +32,10 @@ def make_run(root: Path, agent: str, chain: str, steps: list[str], oracle_hash: 
         record = StepRecord.model_validate_json((FIXTURES / f"{name}.json").read_text())
         record = record.model_copy(update={"index": index})
         write_model(folder / "steps" / f"{index:02d}-{record.prev_version}-{record.next_version}" / "step.json", record)
-        (folder / "steps" / f"{index:02d}-{record.prev_version}-{record.next_version}" / "build.diff").write_text(
-            f"diff --git a/x b/x\n+{HOSTILE}\n")
+        step_dir = folder / "steps" / f"{index:02d}-{record.prev_version}-{record.next_version}"
+        (step_dir / "build.diff").write_text(f"diff --git a/x b/x\n+{HOSTILE}\n")
+        (step_dir / "logs").mkdir()
+        (step_dir / "logs" / "trajectory-build.jsonl").write_text(json.dumps({"event": "text", "message": HOSTILE}) + "\n")
         records.append(record)
     run = RunRecord(run_id="r1", chain=chain, step_range=f"1-{len(steps)}", agent=agent, spec_level="manual",
                     oracle_hash=oracle_hash, steps_total=len(steps), status="finished")
@@ -63,6 +65,9 @@ def test_every_hostile_string_is_escaped(tmp_path):
     # the agent's diff is linked as text, never as a page
     links = re.findall(r'href="([^"]+)"', text)
     assert any(link.endswith("build.diff.txt") for link in links)
+    assert any(link.endswith("logs-trajectory-build.jsonl.txt") for link in links) and "trajectory (build)" in text
+    copied = next(site.glob("runs/*/step-01/logs-trajectory-build.jsonl.txt")).read_text()
+    assert "<script>alert(" in copied, "linked files are copied verbatim, as text"
     assert not [link for link in links if link.startswith(("javascript:", "http"))]
 
 

@@ -32,7 +32,8 @@ MAX_COPIED_BYTES = 1 << 20  # per linked file; the rest is cut with a note
 MAX_LISTED_FAILURES = 200  # per step on a run page
 STEP_FILES = {"build.diff": "build diff", "fix.diff": "fix diff", "fix_report.md": "Fix report",
               "logs/agent-build.log": "agent log (build)", "logs/agent-fix.log": "agent log (fix)",
-              "logs/tests-build.log": "test log (build)", "logs/tests-fix.log": "test log (fix)"}
+              "logs/tests-build.log": "test log (build)", "logs/tests-fix.log": "test log (fix)",
+              "logs/trajectory-build.jsonl": "trajectory (build)", "logs/trajectory-fix.jsonl": "trajectory (fix)"}
 
 
 def _slug(text: str) -> str:
@@ -126,7 +127,8 @@ def load_run(folder: Path, card: Scorecard, site: Path, summarize: Callable[[Ste
             view.failures = [(test, LABELS[mode], (final.run.error_messages.get(test) or "").strip()[:300])
                              for test, mode in listed[:MAX_LISTED_FAILURES]]
             view.failures_cut = max(0, len(listed) - MAX_LISTED_FAILURES)
-            logs = [f"logs/{p.name}" for p in sorted((step_dir / "logs").glob("*.log")) if p.is_file()]
+            logs = [f"logs/{p.name}" for p in sorted((step_dir / "logs").glob("*")) if p.is_file()
+                    and p.suffix in (".log", ".jsonl")]
             names = [n for n in STEP_FILES if (step_dir / n).is_file()]
             names += [n for n in logs if n not in STEP_FILES]
             for name in names:
