@@ -54,15 +54,18 @@ def browser(tmp_path_factory):
     chrome.close()
 
 
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args) -> None:
+        pass
+
+
 @pytest.fixture
 def serve():
     """Serve a folder over HTTP on 127.0.0.1, as Pages would."""
     servers = []
 
     def start(folder: Path) -> str:
-        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
-        handler.log_message = lambda *a: None
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         return f"http://127.0.0.1:{server.server_address[1]}/"
