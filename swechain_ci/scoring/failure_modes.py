@@ -129,7 +129,3 @@ def classify_phase(run: TestRun, categories: Mapping[str, Category]) -> dict[str
 def tally(modes: Mapping[str, FailureMode]) -> dict[FailureMode, int]:
     counted = Counter(modes.values())
     return {mode: counted[mode] for mode in FailureMode}
-
-
-def add(totals: Mapping[FailureMode, int], more: Mapping[FailureMode, int]) -> dict[FailureMode, int]:
-    return {mode: totals.get(mode, 0) + more.get(mode, 0) for mode in FailureMode}

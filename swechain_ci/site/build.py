@@ -21,9 +21,9 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from swechain_ci.agents import BUILTIN_NAMES
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.outcomes import scored_universe
-from swechain_ci.models import RunRecord, Scorecard, Status, StepRecord
+from swechain_ci.models import RunRecord, Scorecard, Status, StepRecord, StepScore
 from swechain_ci.records import read_model, write_bytes, write_text
-from swechain_ci.scoring.failure_modes import LABELS, FailureMode, classify_phase
+from swechain_ci.scoring.failure_modes import LABELS, FailureMode, classify_phase, tally
 from swechain_ci.scoring.leaderboard import ChainResult, Leaderboard
 from swechain_ci.site.plots import Series, line_plot
 
@@ -61,7 +61,7 @@ def money(value: float | None) -> str:
 class StepView:
     index: int
     upgrade: str
-    score: object  # StepScore
+    score: StepScore
     passing: float | None
     cumulative_resolving: float | None
     cumulative_resolving_build: float | None
@@ -136,7 +136,7 @@ def load_run(folder: Path, card: Scorecard, site: Path, summarize: Callable[[Ste
                 _copy_bounded(step_dir / name, site / target)
                 view.links.append((STEP_FILES.get(name, name), target.removeprefix("runs/")))
             if summarize is not None and modes:
-                view.summary = summarize(record, {LABELS[m]: n for m, n in _count(modes).items() if n})
+                view.summary = summarize(record, {LABELS[m]: n for m, n in tally(modes).items() if n})
         steps.append(view)
     labels = [str(s.index) for s in steps]
     plot = line_plot(f"{card.agent} on {card.chain}: Build+Fix per step", labels, [
@@ -147,13 +147,6 @@ def load_run(folder: Path, card: Scorecard, site: Path, summarize: Callable[[Ste
     ], css_class="plot trajectory")
     integrity = getattr(getattr(card, "integrity", None), "status", None)
     return RunView(run=run, card=card, folder=folder, page=page, steps=steps, plot=plot, integrity=integrity)
-
-
-def _count(modes: dict[str, FailureMode]) -> dict[FailureMode, int]:
-    counts = {m: 0 for m in FailureMode}
-    for mode in modes.values():
-        counts[mode] += 1
-    return counts
 
 
 # -- trend ----------------------------------------------------------------------------------------

@@ -16,8 +16,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from swechain_ci.errors import SwechainError
+from swechain_ci.markdown import inline, plain
 from swechain_ci.records import read_model, write_model
 from swechain_ci.scoring.leaderboard import ChainResult, Leaderboard
+from swechain_ci.site.build import run_page_name
 
 WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
 DEFAULT_THRESHOLD = 0.05  # five percentage points of chain Build+Fix F1 or resolving
@@ -129,9 +131,6 @@ def render_alerts(alerts: list[Alert], threshold: float, site_url: str | None = 
                   workflow_url: str | None = None) -> str:
     """Markdown for the job summary and the issue: what dropped, by how much, and which runs to open.
     Agent and chain names are untrusted: shown as code spans only."""
-    from swechain_ci.markdown import inline, plain
-    from swechain_ci.site.build import run_page_name
-
     if not alerts:
         return ""
     lines = [f"## Leaderboard alerts ({len(alerts)})", "",

@@ -48,7 +48,6 @@ class StepSummarizer:
     def __init__(self, llm: LLM | None = None, cache: Path | None = None) -> None:
         self.llm = llm or make_llm()
         self.cache = cache or state_home() / "site-summaries"
-        self.requests = 0
 
     def __call__(self, record: StepRecord, counts: dict[str, int]) -> str:
         prompt = _prompt(record, counts)
@@ -58,6 +57,5 @@ class StepSummarizer:
             return json.loads(path.read_text())["sentence"]
         answer = converse(self.llm, what=f"the summary of step {record.index}", system=SYSTEM, prompt=prompt, tool=TOOL,
                           check=_check, max_requests=2, max_tokens=300)
-        self.requests += answer.requests
         write_text(path, json.dumps({"model": self.llm.model, "sentence": answer.result}) + "\n")
         return answer.result
