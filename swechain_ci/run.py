@@ -270,9 +270,6 @@ class ChainRun:
             if self.manifest.session == "resume":
                 session_id = built.session_id  # a new session where the Build's state was not kept
                 session_archive = (folder / "session.tar.gz").read_bytes() if built.session == "kept" else None
-        removed = self.sandbox.remove_labelled(self.labels)
-        if removed:
-            progress.say(f"removed {removed} container(s) left by an interrupted run")
         agent_image = ensure_agent_image(self.sandbox, self.chain, self.images, self.manifest)
         container = self.sandbox.start_agent_container(
             agent_image, self.chain.config.limits, self.labels, network=agent_network(self.manifest)
@@ -428,6 +425,9 @@ class ChainRun:
     def run_phase(self, position: Position) -> None:
         step, phase = position.step, position.phase
         assert step is not None
+        removed = self.sandbox.remove_labelled(self.labels)
+        if removed:
+            progress.say(f"removed {removed} container(s) left by an interrupted phase")
         with tempfile.TemporaryDirectory(prefix="swechain-run-") as tmp:
             work = Path(tmp)
             if phase == "build":

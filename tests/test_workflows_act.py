@@ -9,13 +9,14 @@ through GITHUB_API_URL. Docker, git and the CLI are real.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, load_json
 from github_server import FakeGitHub
 
 VENV_BIN = Path(sys.executable).parent
@@ -105,40 +106,91 @@ def act(work: Path, shared: Path, event: str, workflow: str, payload: dict, api:
     )
 
 
+REPLAY = "replay:tests/fixtures/replay_toy"  # the same name here and in act's copy: the scorecards name it
+PHASE_COMMITS = [
+    "start", "step 1 build", "step 1 evaluate", "step 2 build", "step 2 evaluate", "step 2 fix",
+    "step 2 evaluate fix", "step 3 build", "step 3 evaluate", "finished",
+]
+
+
+def comparable(card: dict) -> dict:
+    """A scorecard without the agents' wall clock, the one thing two runs of one agent may differ in."""
+    return {**card, "steps": [{k: v for k, v in step.items() if k != "wall_s"} for step in card["steps"]]}
+
+
+def step_outcomes(show) -> list:
+    """Per step, what the records say the hidden tests did, from ``show(path)`` of .swechain files."""
+    found = []
+    for index, folder in enumerate(("01-0.1.0-0.2.0", "02-0.2.0-0.3.0", "03-0.3.0-0.4.0"), start=1):
+        step = json.loads(show(f"steps/{folder}/step.json"))
+        found.append((index, step["prev_outcomes"], *[
+            (p["code_sha256"], p["outcomes"], p["categories"], p["execution_error"]) if p else None
+            for p in (step["build"], step["fix"])
+        ], step["fix_report"]))
+    return found
+
+
+@pytest.fixture(scope="module")
+def local_replay_run(tmp_path_factory, toy_oracle) -> Path:
+    """The replay agent's toy chain run locally: the run the jobs must reproduce."""
+    from conftest import run_cli
+
+    output = tmp_path_factory.mktemp("local") / "run"
+    result = run_cli("run", "--chain", "toy", "--agent", REPLAY, "--output", str(output))
+    assert result.returncode == 0, result.stderr
+    return output
+
+
+def jobs_that_ran(act_output: str) -> list[str]:
+    return re.findall(r"^\[Chain run/([\w-]+)\s*\] .*Job succeeded", act_output, flags=re.M)
+
+
+def dispatch_until_done(work: Path, shared: Path, github, inputs: dict) -> list[str]:
+    """Dispatch the run, then every dispatch its hand-on jobs make, as GitHub would; the act outputs."""
+    outputs, pending = [], [inputs]
+    while pending:
+        ran = act(work, shared, "workflow_dispatch", "chain-run.yml",
+                  {"inputs": pending.pop(), "ref": "refs/heads/main"}, github.url)
+        assert ran.returncode == 0, ran.stdout[-6000:]
+        outputs.append(ran.stdout)
+        made = github.state.dispatches[len(outputs) - 1:]
+        assert len(made) <= 1 and len(outputs) <= 5, "one dispatch per workflow run, and the run ends"
+        pending += [d["inputs"] for d in made]
+    return outputs
+
+
 @pytest.mark.docker
-def test_a_dispatched_chain_run_leaves_a_branch_a_summary_and_a_status(toy_oracle, act_repo):
+def test_a_dispatched_chain_run_is_a_job_per_phase_and_scores_as_the_local_run(local_replay_run, act_repo):
     work, origin, shared = act_repo
-    branch = "runs/oracle/toy/r42"
-    inputs = {"agent": "oracle", "chain": "toy", "spec_level": "", "steps": "", "run_id": "r42"}
+    branch = "runs/replay-tests-fixtures-replay_toy/toy/r42"
+    inputs = {"agent": REPLAY, "chain": "toy", "spec_level": "", "steps": "", "run_id": "r42"}
     with FakeGitHub() as github:
         github.state.add_token(TOKEN, None)
-        # A job with a budget of one step runs it, then hands on to the next job.
-        first = act(work, shared, "workflow_dispatch", "chain-run.yml",
-                    {"inputs": {**inputs, "max_steps": "1"}, "ref": "refs/heads/main"}, github.url)
-        assert first.returncode == 0, first.stdout[-5000:]
-        subjects = git("--git-dir", str(origin), "log", "--format=%s", branch).splitlines()
-        assert [s.split(":")[0] for s in reversed(subjects)] == ["start", "step 1 build", "step 1 evaluate"]
-        assert [(s.state, s.context) for s in github.state.statuses] == [("pending", "swechain-ci/oracle/toy")]
-        assert github.state.dispatches == [
-            {"workflow": "chain-run.yml", "ref": "main", "inputs": {**inputs, "max_steps": "1"}}
-        ]
-        # The next job starts from a fresh copy: the branch carries the run on to the end.
-        second = act(work, shared, "workflow_dispatch", "chain-run.yml",
-                     {"inputs": {**inputs, "max_steps": ""}, "ref": "refs/heads/main"}, github.url)
-        assert second.returncode == 0, second.stdout[-5000:]
+        outputs = dispatch_until_done(work, shared, github, inputs)
         statuses = list(github.state.statuses)
-        assert len(github.state.dispatches) == 1, "a finished run hands on nothing"
-    assert "restored the run's records" in second.stdout
-    subjects = git("--git-dir", str(origin), "log", "--format=%s", branch).splitlines()
-    assert [s.split(":")[0] for s in reversed(subjects)] == [
-        "start", "step 1 build", "step 1 evaluate", "step 2 build", "step 2 evaluate", "step 3 build",
-        "step 3 evaluate", "finished",
+        dispatches = list(github.state.dispatches)
+    # One workflow run per step; the Fix job only at step 2, whose Build breaks collection.
+    assert [jobs_that_ran(out) for out in outputs] == [
+        ["build", "evaluate", "hand-on"], ["build", "evaluate", "fix", "hand-on"], ["build", "evaluate", "hand-on"],
     ]
+    assert dispatches == [{"workflow": "chain-run.yml", "ref": "main", "inputs": inputs}] * 2
+    # One commit per phase on the run branch.
+    subjects = git("--git-dir", str(origin), "log", "--format=%s", branch).splitlines()
+    assert [s.split(":")[0] for s in reversed(subjects)] == PHASE_COMMITS
+    # A job summary per job: what the agent did, the step's table, the Fix report, the scorecard.
+    step2 = outputs[1]
+    for job, text in [("build", "| diff "), ("evaluate", "the one Fix is granted"), ("fix", "SyntaxError"),
+                      ("fix", "Build+Fix"), ("hand-on", "Hand-on: dispatched chain-run.yml")]:
+        assert re.search(rf"^\[Chain run/{job}\s*\].*Summary.*{re.escape(text)}", step2, flags=re.M | re.S), (job, text)
+    assert "Summary - # Scorecard: `replay:tests/fixtures/replay_toy` on `toy`" in outputs[-1]
     head = git("--git-dir", str(origin), "rev-parse", branch)
-    assert "Summary - # Scorecard: `oracle` on `toy`" in second.stdout
-    assert (statuses[-1].sha, statuses[-1].state) == (head, "success")
+    assert [s.state for s in statuses] == ["pending", "pending", "success"] and statuses[-1].sha == head
+    # The same records and scorecard as the local run of the same agent.
     card = json.loads(git("--git-dir", str(origin), "show", f"{branch}:.swechain/scorecard.json"))
-    assert (card["build_fix"]["resolving"], card["build_fix"]["precision"]) == (1.0, 1.0)
+    assert comparable(card) == comparable(load_json(local_replay_run / "scorecard.json"))
+    assert (card["build_fix"]["tp"], card["build_fix"]["fn"], card["build_fix"]["fp"]) == (24, 6, 1)
+    on_branch = step_outcomes(lambda path: git("--git-dir", str(origin), "show", f"{branch}:.swechain/{path}"))
+    assert on_branch == step_outcomes(lambda path: (local_replay_run / path).read_text())
 
 
 @pytest.mark.docker
