@@ -137,3 +137,32 @@ def test_missing_paper_level_names_the_command_that_writes_it(tmp_path):
     interface = error_line(run_cli("run", "--chain", "toy", "--agent", "noop", "--spec-level", "L2+interface",
                                    "--output", str(tmp_path / "t"), env=NO_DOCKER))
     assert "`swechain-ci specs synth toy --levels L2 --interface` (needs ANTHROPIC_API_KEY) writes them" in interface
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--phase", "deploy"], "--phase deploy is not a phase: use one of build, evaluate, fix, evaluate-fix, hand-on"),
+        (["--step", "2"], "--step goes with --phase"),
+        (["--phase", "build", "--max-steps", "1"], "--max-steps counts whole steps; drop it with --phase"),
+    ],
+)
+def test_phase_options_are_checked_before_any_work(tmp_path, args, expected):
+    output = tmp_path / "run"
+    result = run_cli("run", "--chain", "toy", "--agent", "noop", "--output", str(output), *args, env=NO_DOCKER)
+    assert expected in error_line(result)
+    assert not output.exists()
+
+
+@pytest.mark.docker
+def test_a_phase_before_its_predecessors_is_refused_and_a_done_one_skipped(toy_oracle, tmp_path):
+    output = tmp_path / "run"
+    early = run_cli("run", "--chain", "toy", "--agent", "noop", "--output", str(output), "--phase", "evaluate")
+    assert "cannot run step 1 evaluate: the run is at step 1 build; run --phase build first" in error_line(early)
+    built = run_cli("run", "--chain", "toy", "--agent", "noop", "--output", str(output), "--phase", "build")
+    assert built.returncode == 0, built.stderr
+    assert "## Step 1 (0.1.0 → 0.2.0): build" in built.stdout and "| diff " in built.stdout
+    before = folder_fingerprint(output)
+    again = run_cli("run", "--chain", "toy", "--agent", "noop", "--output", str(output), "--phase", "build", "--step", "1")
+    assert again.returncode == 0 and "step 1 build: already done (the run is at step 1 evaluate)" in again.stdout
+    assert folder_fingerprint(output) == before, "a phase already done is not redone"

@@ -55,9 +55,15 @@ def scrub(data: bytes, secrets: dict[str, str]) -> bytes:
 
 def export_session(workspace: Workspace, secrets: dict[str, str]) -> bytes:
     """The agent user's home as a clean tar.gz; SessionTooLarge beyond the bounds."""
+    return clean_session(workspace.container.get_tree(HOME), secrets)
+
+
+def clean_session(chunks, secrets: dict[str, str]) -> bytes:
+    """A tar stream of ``agent/...`` (hostile) as a tar.gz of its folders and regular files only,
+    secrets replaced, owned by the agent user; SessionTooLarge beyond the bounds."""
     out = io.BytesIO()
     total = members = 0
-    source = tarfile.open(fileobj=io.BufferedReader(_ChunkReader(workspace.container.get_tree(HOME))), mode="r|")
+    source = tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks)), mode="r|")
     with source, tarfile.open(fileobj=out, mode="w:gz") as clean:
         for member in source:
             members += 1
