@@ -155,7 +155,7 @@ def test_phase_options_are_checked_before_any_work(tmp_path, args, expected):
 
 
 @pytest.mark.docker
-def test_a_phase_before_its_predecessors_is_refused_and_a_done_one_skipped(toy_oracle, tmp_path):
+def test_phases_run_one_by_one_in_order_each_with_its_summary(toy_oracle, tmp_path):
     output = tmp_path / "run"
     early = run_cli("run", "--chain", "toy", "--agent", "noop", "--output", str(output), "--phase", "evaluate")
     assert "cannot run step 1 evaluate: the run is at step 1 build; run --phase build first" in error_line(early)
@@ -166,3 +166,17 @@ def test_a_phase_before_its_predecessors_is_refused_and_a_done_one_skipped(toy_o
     again = run_cli("run", "--chain", "toy", "--agent", "noop", "--output", str(output), "--phase", "build", "--step", "1")
     assert again.returncode == 0 and "step 1 build: already done (the run is at step 1 evaluate)" in again.stdout
     assert folder_fingerprint(output) == before, "a phase already done is not redone"
+    # The phases one by one, as jobs run them: each prints (and in Actions writes) its own summary.
+    summaries = {}
+    for phase in ("evaluate", "fix", "evaluate-fix"):
+        done = run_cli("run", "--chain", "toy", "--agent", "noop", "--output", str(output), "--phase", phase,
+                       "--step", "1", env={"GITHUB_STEP_SUMMARY": str(tmp_path / f"{phase}.md"),
+                                           "GITHUB_OUTPUT": str(tmp_path / f"{phase}.out")})
+        assert done.returncode == 0, done.stderr
+        summaries[phase] = (tmp_path / f"{phase}.md").read_text()
+        assert summaries[phase] == done.stdout.rstrip("\n") + "\n"
+    assert "the one Fix is granted" in summaries["evaluate"] and "| Build+Fix" not in summaries["evaluate"]
+    assert (tmp_path / "evaluate.out").read_text() == "step=1\nnext=fix\n"
+    assert "The Fix report the agent answered:" in summaries["fix"] and "unique_slug" in summaries["fix"]
+    assert "| Build+Fix" in summaries["evaluate-fix"] and "Chain totals after 1 of 3 steps" in summaries["evaluate-fix"]
+    assert (tmp_path / "evaluate-fix.out").read_text() == "step=1\nnext=build\n"

@@ -57,8 +57,11 @@ def agent_table(record: AgentPhaseRecord) -> str:
     return tabulate(rows, headers=["", record.phase], tablefmt="github")
 
 
-def step_table(record: StepRecord) -> str:
-    phases = [("Build", record.build)] + ([("Build+Fix", record.fix)] if record.fix else [])
+def step_table(record: StepRecord, finished: bool) -> str:
+    """Build, and Build+Fix once known: the Fix's evaluation, or the Build's when no Fix ran."""
+    phases = [("Build", record.build)]
+    if record.fix or finished:
+        phases.append(("Build+Fix", record.fix or record.build))
     rows = []
     for name, phase in phases:
         tally = category_tally(phase.categories)
@@ -92,9 +95,9 @@ def phase_summary(output: Path, step: int, phase: str) -> str:
     if phase == "evaluate":
         verdict = ("The Build has an execution error: the one Fix is granted." if step_record.fix_report and not finished
                    else "No Fix: the step is finished.")
-        return "\n\n".join([title, step_table(step_record), verdict, chain_totals(output)]) + "\n"
+        return "\n\n".join([title, step_table(step_record, finished), verdict, chain_totals(output)]) + "\n"
     if phase == "evaluate-fix":
-        return "\n\n".join([title, step_table(step_record), chain_totals(output)]) + "\n"
+        return "\n\n".join([title, step_table(step_record, finished), chain_totals(output)]) + "\n"
     fix = read_model(folder / "agent-fix.json", AgentPhaseRecord)
     return "\n\n".join([title, "The Fix report the agent answered:", fenced(step_record.fix_report or ""),
                         agent_table(fix)]) + "\n"
