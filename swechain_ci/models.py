@@ -117,6 +117,12 @@ class StepOracle(Record):
     upgrade_related: list[str]
     flaky: list[str] = Field(default_factory=list)
     needs_network: list[str] = Field(default_factory=list)
+    excluded: dict[str, str] = Field(
+        default_factory=dict, description="test -> why it is not scored (not passing on new gold, flaky, network)"
+    )
+    old_gold_collection_errors: list[str] = Field(
+        default_factory=list, description="collectors that failed in the old-gold run"
+    )
 
 
 class VersionSanity(Record):

@@ -31,9 +31,10 @@ def state_home() -> Path:
     return base / "swechain-ci"
 
 
-DEFAULT_BASE_IMAGE = "swechain/base:py3.11-bookworm"
+DEFAULT_BASE_IMAGE = "swechain/base:py{python}-{suite}"
 
 
-def base_image() -> str:
-    """The image everything builds on; ``python:3.11-slim`` where a registry works."""
-    return os.environ.get("SWECHAIN_BASE_IMAGE", DEFAULT_BASE_IMAGE)
+def base_image(python: str, suite: str) -> str:
+    """The image a chain on ``python`` builds on: ``SWECHAIN_BASE_IMAGE``, a template with
+    ``{python}`` and ``{suite}`` (``python:{python}-slim`` where a registry works)."""
+    return os.environ.get("SWECHAIN_BASE_IMAGE", DEFAULT_BASE_IMAGE).replace("{python}", python).replace("{suite}", suite)

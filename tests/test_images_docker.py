@@ -19,14 +19,14 @@ def test_an_absent_unpullable_base_image_is_bootstrapped_from_debian(docker_engi
     monkeypatch.setenv("SWECHAIN_BASE_IMAGE", ref)
     sandbox = DockerSandbox()
     try:
-        image = images.ensure_base(sandbox)  # not local, the pull fails here, so mmdebstrap
+        image = images.ensure_base(sandbox, "3.11")  # not local, the pull fails here, so mmdebstrap
         assert sandbox.image_id(ref) == image
         probe = subprocess.run(
             ["docker", "run", "--rm", "--network", "none", ref, "python3", "-c", "import venv, sys; print(sys.version_info[:2])"],
             capture_output=True, text=True,
         )
         assert probe.stdout.strip() == "(3, 11)", probe.stderr
-        assert images.ensure_base(sandbox) == image, "a local image is used as it is"
+        assert images.ensure_base(sandbox, "3.11") == image, "a local image is used as it is"
     finally:
         subprocess.run(["docker", "rmi", "-f", ref], capture_output=True)
 

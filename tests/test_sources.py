@@ -25,7 +25,7 @@ from swechain_ci.errors import SwechainError
 
 def chain(folder: Path) -> Chain:
     config = ChainConfig.model_validate({
-        "id": "demo", "package": "demo", "import_name": "demo", "test_folder": "src/tests",
+        "id": "demo", "package": "demo", "import_name": "demo", "test_folder": "src/tests", "source_root": "src",
         "protected_files": ["pyproject.toml", "*.cfg"],
         "versions": [{"version": "1", "source": {"kind": "local", "path": "v1"}},
                      {"version": "2", "source": {"kind": "local", "path": "v2"}}],

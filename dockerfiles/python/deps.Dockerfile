@@ -3,6 +3,9 @@
 # are a whole resolution (--no-deps), without the package under test.
 ARG BASE
 FROM ${BASE}
+ARG PYTHON
+# The chain's python: picks the wheels; a base image with another interpreter is a mistake.
+RUN python3 -c "import sys; v = '%d.%d' % sys.version_info[:2]; sys.exit(0 if v == '${PYTHON}' else 'error: the base image has Python ' + v + ' but the chain wants ${PYTHON}: point SWECHAIN_BASE_IMAGE at an image with Python ${PYTHON} (a template with {python})')"
 COPY requirements.txt /tmp/swechain/requirements.txt
 COPY wheels /tmp/swechain/wheels
 RUN python3 -m venv /opt/venv \

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from swechain_ci.chain.interpreters import INTERPRETERS
 from swechain_ci.errors import SwechainError
 from swechain_ci.records import read_yaml_model
 from swechain_ci.settings import project_root
@@ -97,15 +99,53 @@ class Limits(Strict):
     pids: int = Field(512, gt=0)
 
 
+class NetworkTest(Strict):
+    """A test that needs the internet, in the versions ``versions`` (a PEP 440 specifier; all when unset)."""
+
+    test: str
+    versions: str | None = Field(None, description="e.g. '<2.11.0': from 2.11.0 on the test runs offline")
+    reason: str = "needs the internet"
+
+    @field_validator("versions")
+    @classmethod
+    def _specifier(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                SpecifierSet(value)
+            except InvalidSpecifier:
+                raise ValueError(f"'{value}' is not a version range; write it as '<2.11.0' or '>=1.0,<2.0'") from None
+        return value
+
+    def applies_to(self, version: str) -> bool:
+        if self.versions is None:
+            return True
+        try:
+            return SpecifierSet(self.versions).contains(Version(version), prereleases=True)
+        except InvalidVersion:
+            return True  # a version PEP 440 cannot order: keep the declaration
+
+
 class OracleSettings(Strict):
     baseline_runs: int = Field(2, ge=1, description="new-gold runs; differing outcomes mark flaky tests")
     max_failing_fraction: float = Field(0.0025, ge=0, le=1)
     known_failures: dict[str, list[str]] = Field(
         default_factory=dict, description="version -> tests allowed to fail its own suite"
     )
-    needs_network: list[str] = Field(
-        default_factory=list, description="tests that need the internet: never scored, listed as excluded"
+    needs_network: list[NetworkTest] = Field(
+        default_factory=list,
+        description="tests that need the internet (a node id, or {test, versions, reason}): not scored where they apply",
     )
+
+    @field_validator("needs_network", mode="before")
+    @classmethod
+    def _names_as_entries(cls, value: object) -> object:
+        if isinstance(value, list):
+            return [{"test": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    def network_tests(self, version: str) -> dict[str, str]:
+        """Tests that need the internet in ``version``, with why."""
+        return {entry.test: entry.reason for entry in self.needs_network if entry.applies_to(version)}
 
 
 class VersionedRequirements(Strict):
@@ -154,7 +194,7 @@ class ChainConfig(Strict):
     package: str
     import_name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     family: str = Field("python", description="image recipes in dockerfiles/<family>/")
-    python: str = Field("3.11", pattern=r"^3\.\d+$")
+    python: str = Field("3.11", description="the interpreter: picks the base image, wheels and resolution")
     source_root: str = Field(".", description="folder of the code tree that holds the import package")
     test_folder: str = "tests"
     protected_files: list[str] = Field(
@@ -177,6 +217,13 @@ class ChainConfig(Strict):
     ci_steps: str | None = Field(
         None, pattern=r"^\d+(-\d+)?$", description="steps CI runs end to end, e.g. 9-13; all when unset"
     )
+
+    @field_validator("python")
+    @classmethod
+    def _known_interpreter(cls, value: str) -> str:
+        if value not in INTERPRETERS:
+            raise ValueError(f"Python {value} has no base image here; use one of {', '.join(INTERPRETERS)}")
+        return value
 
     @field_validator("test_folder", "source_root")
     @classmethod

@@ -13,7 +13,6 @@ import configparser
 import email.parser
 import hashlib
 import json
-import platform
 import subprocess
 import sys
 import tempfile
@@ -28,20 +27,11 @@ from packaging.utils import canonicalize_name
 from swechain_ci import progress
 from swechain_ci.chain import sources
 from swechain_ci.chain.definition import Chain
+from swechain_ci.chain.interpreters import interpreter
 from swechain_ci.errors import SwechainError
 from swechain_ci.settings import HARNESS_DIR, state_home
 
 HARNESS_REQUIREMENTS = HARNESS_DIR / "requirements.txt"
-# Wheels that run on the glibc of the Debian bookworm base images (and of python:3.11-slim):
-# pip does not expand a manylinux_2_36 platform to older glibc tags itself.
-IMAGE_GLIBC = (2, 36)
-IMAGE_PLATFORMS = [f"manylinux_2_{minor}_{platform.machine()}" for minor in range(IMAGE_GLIBC[1], 4, -1)] + [
-    f"manylinux{legacy}_{platform.machine()}" for legacy in ("2014", "2010", "1")
-]
-
-
-def platform_options() -> list[str]:
-    return [option for p in IMAGE_PLATFORMS for option in ("--platform", p)]
 
 
 def requirement_lines(text: str) -> list[str]:
@@ -206,10 +196,25 @@ def find_links_options(folders: list[Path]) -> list[str]:
     return [option for folder in folders for option in ("--find-links", str(folder))]
 
 
+# pip's --python-version picks wheels for the target but evaluates environment markers
+# (``tomli; python_version < "3.11"``) for the interpreter running pip. This runs pip with
+# the marker environment of the image's interpreter instead.
+PIP_WITH_MARKERS = """
+import json, sys
+from pip._vendor.packaging import markers
+host = markers.default_environment
+markers.default_environment = lambda: {**host(), **json.loads(sys.argv[1])}
+from pip._internal.cli.main import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
 def resolve(reqs: list[str], python: str, find_links: list[Path] | None = None) -> list[str]:
     """Pins (``name==version``) for ``reqs`` on the image's Python and platform; cached for good."""
     find_links = find_links or []
-    key = hashlib.sha256(json.dumps([reqs, python, IMAGE_PLATFORMS]).encode()).hexdigest()[:20]
+    target = interpreter(python)
+    platforms = target.platforms
+    key = hashlib.sha256(json.dumps([reqs, python, platforms, target.marker_environment]).encode()).hexdigest()[:20]
     record = state_home() / "resolutions" / f"{key}.json"
     if record.is_file():
         return json.loads(record.read_text())["pins"]
@@ -217,9 +222,10 @@ def resolve(reqs: list[str], python: str, find_links: list[Path] | None = None) 
     with tempfile.TemporaryDirectory(prefix="swechain-resolve-") as tmp:
         report = Path(tmp) / "report.json"
         result = subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+            [sys.executable, "-c", PIP_WITH_MARKERS, json.dumps(target.marker_environment),
+             "install", "--dry-run", "--ignore-installed", "--quiet",
              "--report", str(report), "--target", str(Path(tmp) / "never"), "--only-binary=:all:",
-             "--python-version", python, "--implementation", "cp", *platform_options(),
+             "--python-version", python, "--implementation", "cp", *target.platform_options(),
              *find_links_options(find_links), *reqs],
             capture_output=True, text=True,
         )
@@ -232,7 +238,7 @@ def resolve(reqs: list[str], python: str, find_links: list[Path] | None = None) 
         installs = json.loads(report.read_text())["install"]
     pins = sorted(f"{canonicalize_name(i['metadata']['name'])}=={i['metadata']['version']}" for i in installs)
     record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(json.dumps({"requirements": reqs, "python": python, "platforms": IMAGE_PLATFORMS, "pins": pins}, indent=2))
+    record.write_text(json.dumps({"requirements": reqs, "python": python, "platforms": platforms, "pins": pins}, indent=2))
     return pins
 
 

@@ -582,6 +582,7 @@ def split(chain: Chain, root: Path, dest: Path, version: str) -> VersionTrees:
         raise SwechainError(
             f"{root}: version {version} has no test folder '{test_folder}' (set test_folder in chain.yaml)"
         )
+    check_source_root(chain, root, version)
     if dest.exists():
         shutil.rmtree(dest)
     trees.copy_tree(root, dest / "code", exclude=lambda rel: is_hidden(rel, test_folder))
@@ -594,11 +595,42 @@ def split(chain: Chain, root: Path, dest: Path, version: str) -> VersionTrees:
     return VersionTrees(version, root, dest / "code", dest / "hidden", dest / "protected", trees.digest(root))
 
 
+def split_key(chain: Chain, content: str) -> str:
+    """What shapes a version's split trees: its content and the chain's split configuration."""
+    config = chain.config.model_dump(include={"test_folder", "protected_files", "source_root", "import_name"})
+    return hashlib.sha256((content + json.dumps(config, sort_keys=True)).encode()).hexdigest()
+
+
+def check_source_root(chain: Chain, root: Path, version: str) -> None:
+    """The import package must be where ``source_root`` says; else name where it is."""
+    config = chain.config
+    package = config.import_name
+
+    def holds(folder: Path) -> bool:
+        return (folder / package / "__init__.py").is_file() or (folder / f"{package}.py").is_file() or (
+            (folder / package).is_dir() and any((folder / package).glob("*.py"))
+        )
+
+    if holds(root / config.source_root):
+        return
+    found = sorted(
+        str(candidate.parent.relative_to(root)) for candidate in root.glob(f"**/{package}")
+        if candidate.is_dir() and holds(candidate.parent) and config.test_folder not in candidate.parts
+    ) + sorted(str(c.parent.relative_to(root)) for c in root.glob(f"**/{package}.py"))
+    hint = f"it is under '{found[0]}': set source_root: {found[0]}" if found else (
+        f"no folder holds it: check import_name ('{package}') and source_root"
+    )
+    raise SwechainError(
+        f"{_where(chain, version)}: field 'source_root': '{config.source_root}' holds no import package "
+        f"'{package}'; {hint} in chain.yaml"
+    )
+
+
 def materialize(chain: Chain, version: str) -> VersionTrees:
-    """The split trees of one version, cached under the state home by content."""
+    """The split trees of one version, cached under the state home by content and split configuration."""
     root = source_root(chain, version)
     content = trees.digest(root)
-    dest = state_home() / "trees" / chain.id / f"{version}-{content[:16]}"
+    dest = state_home() / "trees" / chain.id / f"{version}-{split_key(chain, content)[:16]}"
     if (dest / ".complete").exists():
         return VersionTrees(version, root, dest / "code", dest / "hidden", dest / "protected", content)
     split(chain, root, dest, version)

@@ -20,20 +20,11 @@ from swechain_ci import progress
 from swechain_ci.chain import environments as environments_of
 from swechain_ci.chain import sources, trees
 from swechain_ci.chain.definition import Chain
-from swechain_ci.chain.environments import (
-    IMAGE_PLATFORMS,
-    find_links_options,
-    platform_options,
-)
+from swechain_ci.chain.environments import find_links_options
+from swechain_ci.chain.interpreters import interpreter
 from swechain_ci.containers.sandbox import DockerSandbox
 from swechain_ci.errors import SwechainError
-from swechain_ci.settings import (
-    DEFAULT_BASE_IMAGE,
-    HARNESS_DIR,
-    base_image,
-    project_root,
-    state_home,
-)
+from swechain_ci.settings import HARNESS_DIR, base_image, project_root, state_home
 
 DEBIAN_PACKAGES = "python3,python3-venv,python3-pip,git,ca-certificates"
 
@@ -50,9 +41,10 @@ class ChainImages:
         return hashlib.sha256(joined.encode()).hexdigest()
 
 
-def ensure_base(sandbox: DockerSandbox) -> str:
-    """The base image: a local one if present, else a pull, else a Debian bootstrap."""
-    ref = base_image()
+def ensure_base(sandbox: DockerSandbox, python: str) -> str:
+    """The base image for ``python``: a local one if present, else a pull, else a Debian bootstrap."""
+    suite = interpreter(python).debian_suite
+    ref = base_image(python, suite)
     if image := sandbox.image_id(ref):
         return image
     progress.say(f"base image {ref} not present; pulling")
@@ -63,8 +55,7 @@ def ensure_base(sandbox: DockerSandbox) -> str:
             f"base image {ref} is neither present nor pullable, and mmdebstrap is missing to bootstrap it: "
             f"install it (apt-get install mmdebstrap) or set SWECHAIN_BASE_IMAGE to an image you have"
         )
-    suite = "bookworm" if ref == DEFAULT_BASE_IMAGE else ref.rsplit("-", 1)[-1]
-    progress.say(f"bootstrapping {ref} from Debian {suite} with mmdebstrap (about a minute)")
+    progress.say(f"bootstrapping {ref} (Python {python}) from Debian {suite} with mmdebstrap (about a minute)")
     with tempfile.TemporaryDirectory(prefix="swechain-base-") as tmp:
         rootfs = Path(tmp) / "rootfs.tar"
         result = subprocess.run(
@@ -79,7 +70,8 @@ def ensure_base(sandbox: DockerSandbox) -> str:
 def wheelhouse(pins: list[str], python: str, find_links: list[Path] | None = None) -> Path:
     """Wheels for ``pins`` downloaded on the host (or built there, ``find_links``), so that image
     builds need no network."""
-    key = hashlib.sha256(("\n".join(pins) + python + " ".join(IMAGE_PLATFORMS)).encode()).hexdigest()[:16]
+    target = interpreter(python)
+    key = hashlib.sha256(("\n".join(pins) + python + " ".join(target.platforms)).encode()).hexdigest()[:16]
     folder = state_home() / "wheelhouse" / key
     if (folder / ".complete").exists():
         return folder
@@ -88,7 +80,7 @@ def wheelhouse(pins: list[str], python: str, find_links: list[Path] | None = Non
     result = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(folder),
          "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
-         *platform_options(), *find_links_options(find_links or []), *pins],
+         *target.platform_options(), *find_links_options(find_links or []), *pins],
         capture_output=True, text=True,
     )
     if result.returncode != 0:
@@ -117,7 +109,7 @@ def build_cached(
         h.update(f"{arg}={value}".encode())
     for name, path in sorted(files.items()):
         h.update(name.encode() + (trees.digest(path) if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()).encode())
-    tag = f"swechain-ci/{chain.id}-{kind}:{h.hexdigest()[:16]}"
+    tag = f"swechain-ci/{chain.id}-{kind}:py{chain.config.python}-{h.hexdigest()[:16]}"
     if image := sandbox.image_id(tag):
         return image
     progress.say(f"building image {tag}")
@@ -142,7 +134,7 @@ def ensure_deps(sandbox: DockerSandbox, chain: Chain, base: str, pins: list[str]
             {"requirements.txt": req_file,
              "wheels": wheelhouse(pins, chain.config.python, environments_of.built_wheels(chain)),
              "harness": HARNESS_DIR},
-            {"BASE": base},
+            {"BASE": base, "PYTHON": chain.config.python},
         )
 
 
@@ -175,7 +167,7 @@ def ensure_version(sandbox: DockerSandbox, chain: Chain, deps: str, version: str
 
 def ensure_images(sandbox: DockerSandbox, chain: Chain) -> ChainImages:
     """Every version's image; versions whose environments resolve alike share a dependency image."""
-    base = ensure_base(sandbox)
+    base = ensure_base(sandbox, chain.config.python)
     environments = {v: environments_of.pins(chain, v) for v in chain.versions}
     by_pins: dict[tuple[str, ...], str] = {}
     deps: dict[str, str] = {}

@@ -13,13 +13,17 @@ from swechain_ci.chain import trees
 from swechain_ci.chain.definition import Chain
 from swechain_ci.containers.sandbox import RUNNER_UID, DockerSandbox, single_file_tar
 from swechain_ci.models import BROKEN, FailedImport, Status, TestRun
+from swechain_ci.records import write_bytes
 
 # pytest exit codes: 0 all passed, 1 some failed, 5 nothing collected.
 TRUSTED_EXIT_CODES = {0, 1, 5}
 MESSAGE_CHARS = 600
 
 
-def evaluate(sandbox: DockerSandbox, chain: Chain, image: str, code: Path, labels: dict[str, str]) -> TestRun:
+def evaluate(
+    sandbox: DockerSandbox, chain: Chain, image: str, code: Path, labels: dict[str, str], log: Path | None = None,
+) -> TestRun:
+    """One hidden-test run; ``log``, if given, receives pytest's whole output as the container kept it."""
     config = chain.config
     settings = {
         "test_folder": config.test_folder,
@@ -45,6 +49,8 @@ def evaluate(sandbox: DockerSandbox, chain: Chain, image: str, code: Path, label
         timeout_s=config.timeouts.run_s + 60,
         labels=labels,
     )
+    if log is not None:
+        write_bytes(log, result.files.get("output.log") or result.logs_tail.encode())
     if result.output_error:
         return TestRun(execution_error=result.output_error, exit_code=result.exit_code, timed_out=result.timed_out,
                        output_tail=result.logs_tail)

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from swechain_ci import progress
-from swechain_ci.chain import sources
+from swechain_ci.chain import sources, trees
 from swechain_ci.chain.definition import Chain
 from swechain_ci.containers.images import ChainImages
 from swechain_ci.containers.sandbox import DockerSandbox
@@ -32,11 +32,17 @@ from swechain_ci.models import (
     VersionSanity,
 )
 from swechain_ci.records import read_model, write_model
-from swechain_ci.settings import state_home
+from swechain_ci.settings import HARNESS_DIR, state_home
+
+
+OUTPUT_TAIL_LINES = 25
 
 
 def oracle_path(chain: Chain) -> Path:
-    return state_home() / "oracles" / chain.id / f"steps-{chain.step_range}.json"
+    """Keyed by the chain file's location too: a chain of the same id built from another
+    folder never overwrites this one's oracle."""
+    where = hashlib.sha256(str(sources.chain_file(chain).resolve()).encode()).hexdigest()[:12]
+    return state_home() / "oracles" / f"{chain.id}-{where}" / f"steps-{chain.step_range}.json"
 
 
 def built_ranges(chain: Chain) -> list[str]:
@@ -51,9 +57,17 @@ def _range_start(step_range: str) -> tuple[int, int]:
 
 
 def inputs_hash(chain: Chain, images: ChainImages) -> str:
+    """Everything that shapes the oracle: the images, the chain file's content and the harness."""
     evaluation = chain.config.model_dump(include={"test_folder", "source_root", "protected_files", "pytest", "timeouts", "oracle"})
-    payload = images.fingerprint + json.dumps(evaluation, sort_keys=True)
+    payload = "\0".join([
+        images.fingerprint, json.dumps(evaluation, sort_keys=True),
+        hashlib.sha256(sources.chain_file(chain).read_bytes()).hexdigest(), trees.digest(HARNESS_DIR),
+    ])
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def log_dir(chain: Chain, wanted: str) -> Path:
+    return state_home() / "logs" / "oracle" / f"{chain.id}-{wanted[:12]}"
 
 
 def workers() -> int:
@@ -76,7 +90,7 @@ def flaky_tests(runs: list[TestRun]) -> list[str]:
 def sanity(chain: Chain, version: str, run: TestRun, flaky: list[str]) -> VersionSanity:
     """A version's own suite: no setup errors, fewer than the allowed fraction failing."""
     allowed = set(chain.config.oracle.known_failures.get(version, [])) | set(flaky)
-    allowed |= set(chain.config.oracle.needs_network)
+    allowed |= set(chain.config.oracle.network_tests(version))
     errors = sorted(t for t, s in run.statuses.items() if s == Status.error and t not in allowed)
     errors += sorted(c for c in run.collection_errors if c not in allowed)
     failing = sorted(t for t, s in run.statuses.items() if s == Status.failed and t not in allowed)
@@ -86,6 +100,31 @@ def sanity(chain: Chain, version: str, run: TestRun, flaky: list[str]) -> Versio
     return VersionSanity(
         version=version, tests=total, failed=len(failing), errors=len(errors),
         setup_errors=errors, failing=failing, ok=ok,
+    )
+
+
+def sanity_problem(chain: Chain, bad: list[VersionSanity], own_runs: dict[str, list[TestRun]], log: Path) -> str:
+    """The one-line error for a failed sanity check: what went wrong, where the log is, what to do."""
+    first = bad[0]
+    run = own_runs[first.version][0]
+    chain_yaml = chain.folder / "chain.yaml"
+    others = f" (also failing: {', '.join(c.version for c in bad[1:])})" if len(bad) > 1 else ""
+    if not run.statuses:
+        problem = run.execution_error or f"pytest exited with code {run.exit_code}"
+        return (
+            f"chain {chain.id} fails its sanity check: version {first.version}'s own suite ran no tests "
+            f"({problem}){others}; whole log: {log}. Likely causes: an import error in a conftest.py or a "
+            f"test dependency that is missing (add it under environment.extra or environment.extras), an old "
+            f"pin that breaks on Python {chain.config.python} (environment.override), or a wrong source_root "
+            f"or test_folder in {chain_yaml}"
+        )
+    details = f"{first.failed}/{first.tests} failing, setup errors {first.setup_errors[:5]}, failing {first.failing[:5]}"
+    if run.execution_error:
+        details += f", run problem: {run.execution_error}"
+    return (
+        f"chain {chain.id} fails its sanity check (version {first.version}: {details}){others}; whole log: {log}; "
+        f"fix the chain, or declare tests that cannot pass here under oracle.known_failures "
+        f"(or oracle.needs_network) in {chain_yaml}"
     )
 
 
@@ -108,14 +147,18 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
     for version in chain.versions:
         sources.materialize(chain, version)  # once, before the threads share the cache
 
-    def gold_run(job: tuple[str, str]) -> TestRun:
-        tests_of, code_of = job
-        run = evaluate(sandbox, chain, images.versions[tests_of], sources.materialize(chain, code_of).code, labels)
+    logs = log_dir(chain, wanted)
+
+    def gold_run(numbered: tuple[int, tuple[str, str]]) -> TestRun:
+        number, (tests_of, code_of) = numbered
+        log = logs / f"{number:03d}-tests-{tests_of}-code-{code_of}.log"
+        run = evaluate(sandbox, chain, images.versions[tests_of], sources.materialize(chain, code_of).code, labels,
+                       log=log)
         progress.say(f"oracle {chain.id}: tests of {tests_of} on code of {code_of}: {summary(run)}")
         return run
 
     with ThreadPoolExecutor(max_workers=workers()) as pool:
-        results = list(pool.map(gold_run, jobs))
+        results = list(pool.map(gold_run, enumerate(jobs)))
     own_runs: dict[str, list[TestRun]] = {v: [] for v in chain.versions}
     cross_runs: dict[str, TestRun] = {}
     for (tests_of, code_of), run in zip(jobs, results, strict=True):
@@ -124,28 +167,31 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
         else:
             cross_runs[tests_of] = run
     checks = [sanity(chain, v, runs[0], flaky_tests(runs)) for v, runs in own_runs.items()]
+    own_logs = {tests_of: logs / f"{n:03d}-tests-{tests_of}-code-{code_of}.log"
+                for n, (tests_of, code_of) in reversed(list(enumerate(jobs))) if tests_of == code_of}
     bad = [c for c in checks if not c.ok]
     if bad:
-        details = "; ".join(
-            f"{c.version}: {c.failed}/{c.tests} failing, setup errors {c.setup_errors[:5]}, failing {c.failing[:5]}"
-            + (f", run problem: {own_runs[c.version][0].execution_error}" if own_runs[c.version][0].execution_error else "")
-            for c in bad
-        )
-        raise SwechainError(
-            f"chain {chain.id} fails its sanity check ({details}); fix the chain or declare the tests under "
-            f"oracle.known_failures in {chain.folder / 'chain.yaml'}"
-        )
+        first = bad[0]
+        run = own_runs[first.version][0]
+        tail = run.output_tail.rstrip().splitlines()[-OUTPUT_TAIL_LINES:]
+        progress.say(f"output of {first.version}'s own suite (last {len(tail)} lines):\n" + "\n".join(tail))
+        raise SwechainError(sanity_problem(chain, bad, own_runs, own_logs[first.version]))
     steps = []
     for index, (prev, next_) in enumerate(chain.steps, start=chain.step_offset + 1):
         new_runs = own_runs[next_]
         new_gold = new_runs[0].statuses
         old_gold = resolve(cross_runs[next_], new_gold)
         flaky = flaky_tests(new_runs)
-        network = sorted(set(chain.config.oracle.needs_network) & set(new_gold))
+        network_reasons = chain.config.oracle.network_tests(next_)
+        network = sorted(set(network_reasons) & set(new_gold))
         related = sorted(t for t in scored_universe(new_gold, flaky + network) if old_gold[t] in BROKEN)
+        excluded = {t: f"not passing on new gold ({s.value})" for t, s in new_gold.items() if s != Status.passed}
+        excluded |= {t: "flaky: its outcome changed between new-gold runs" for t in flaky}
+        excluded |= {t: f"needs_network in {next_}: {network_reasons[t]}" for t in network}
         steps.append(StepOracle(
             index=index, prev_version=prev, next_version=next_, new_gold=new_gold, old_gold=old_gold,
-            upgrade_related=related, flaky=flaky, needs_network=network,
+            upgrade_related=related, flaky=flaky, needs_network=network, excluded=dict(sorted(excluded.items())),
+            old_gold_collection_errors=sorted(cross_runs[next_].collection_errors),
         ))
     oracle = ChainOracle(
         chain=chain.id, inputs_hash=wanted, versions=chain.versions, environments=images.environments,

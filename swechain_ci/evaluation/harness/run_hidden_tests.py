@@ -19,8 +19,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 from pathlib import Path, PurePosixPath
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11: the harness requirements bring tomli
+    import tomli as tomllib
 
 CANDIDATE = Path("/work/candidate")
 RUN = Path("/work/run")
