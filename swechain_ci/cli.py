@@ -146,16 +146,15 @@ def chain_compare(
     rows = compare(read_model(path, ChainOracle), reference)
     table = [
         [r.index, f"{r.prev_version} -> {r.next_version}", len(r.both), len(r.only_ours), len(r.only_theirs),
-         "n/a" if r.jaccard is None else f"{r.jaccard:.2f}"]
+         "n/a" if r.jaccard is None else f"{r.jaccard:.2f}", r.verdict]
         for r in rows
     ]
-    typer.echo(tabulate(table, headers=["step", "upgrade", "both", "only ours", "only theirs", "Jaccard"],
+    typer.echo(tabulate(table, headers=["step", "upgrade", "both", "only ours", "only theirs", "Jaccard", "verdict"],
                         tablefmt="github"))
     if details:
         for r in rows:
-            for side, tests in (("only ours", r.only_ours), ("only theirs", r.only_theirs)):
-                for test in tests:
-                    typer.echo(f"step {r.index} {side}: {test}")
+            for d in r.differences:
+                typer.echo(f"step {r.index} {d.side}: {d.test}: {d.cause}: {d.why}")
 
 
 @app.command("run")

@@ -4,7 +4,8 @@ The reference layout, per step prev -> next, in a chain folder:
 ``<next>/v<next>_test_results.json`` (new gold) and
 ``<next>/v<prev>_cross_test_results.json`` (old gold), each mapping test node
 ids to ``{status, ...}``. Upgrade-related = passed in new gold, and failed or
-error (or absent) in old gold.
+error (or absent) in old gold. Each test that one side alone counts is explained by the
+first matching rule (``only_theirs_cause``, ``only_ours_cause``), and each step gets a verdict.
 """
 
 from __future__ import annotations
@@ -15,9 +16,20 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from swechain_ci.errors import SwechainError
-from swechain_ci.models import ChainOracle
+from swechain_ci.evaluation.outcomes import is_under
+from swechain_ci.models import ChainOracle, Status, StepOracle
 
 BROKEN_REFERENCE = {"failed", "error"}
+# Differences with a known cause; any other leaves the step "unexplained".
+EXPLAINED = {"needs_network", "flaky", "reference failing", "collection error"}
+
+
+class Difference(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    test: str
+    side: str  # "only ours" or "only theirs"
+    cause: str  # one of EXPLAINED, or "old gold differs" / "new gold differs"
+    why: str
 
 
 class StepAgreement(BaseModel):
@@ -29,20 +41,83 @@ class StepAgreement(BaseModel):
     only_ours: list[str]
     only_theirs: list[str]
     jaccard: float | None
+    differences: list[Difference] = []
+    verdict: str = "agree"
 
 
-def load_results(path: Path) -> dict[str, str]:
+class ReferenceRun(BaseModel):
+    """One published run: per-test statuses, and whether collection failed somewhere."""
+
+    statuses: dict[str, str]
+    collection_error: bool
+
+
+def load_run(path: Path) -> ReferenceRun:
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise SwechainError(f"{path}: cannot read reference results ({exc})") from None
-    return {test: entry["status"] for test, entry in data.get("results", {}).items()}
+    results = data.get("results", {}) if isinstance(data, dict) else {}
+    return ReferenceRun(statuses={test: entry["status"] for test, entry in results.items()},
+                        collection_error=bool(data.get("collection_error")))
+
+
+def load_results(path: Path) -> dict[str, str]:
+    return load_run(path).statuses
+
+
+def reference_runs(reference: Path, prev: str, next_: str) -> tuple[ReferenceRun, ReferenceRun]:
+    return (load_run(reference / next_ / f"v{next_}_test_results.json"),
+            load_run(reference / next_ / f"v{prev}_cross_test_results.json"))
+
+
+def related_in(new_gold: ReferenceRun, old_gold: ReferenceRun) -> set[str]:
+    return {t for t, s in new_gold.statuses.items()
+            if s == "passed" and old_gold.statuses.get(t, "failed") in BROKEN_REFERENCE}
 
 
 def reference_related(reference: Path, prev: str, next_: str) -> set[str]:
-    new_gold = load_results(reference / next_ / f"v{next_}_test_results.json")
-    old_gold = load_results(reference / next_ / f"v{prev}_cross_test_results.json")
-    return {t for t, s in new_gold.items() if s == "passed" and old_gold.get(t, "failed") in BROKEN_REFERENCE}
+    return related_in(*reference_runs(reference, prev, next_))
+
+
+def only_theirs_cause(test: str, step: StepOracle, their_old: ReferenceRun) -> tuple[str, str]:
+    """Why the reference counts a test that we do not: the first rule that matches."""
+    if test in step.needs_network:
+        return "needs_network", f"excluded here: {step.excluded.get(test, 'needs_network')}"
+    if test in step.flaky:
+        return "flaky", "flaky here: its outcome changed between our new-gold runs"
+    if test not in step.new_gold:
+        return "collection error", "not collected in our new-gold run"
+    if step.new_gold[test] != Status.passed:
+        return "new gold differs", f"{step.new_gold[test].value} in our new-gold run, passed in the reference's"
+    if test not in their_old.statuses and their_old.collection_error:
+        return "collection error", "no result in the reference's old-gold run, whose collection failed (counted as failed)"
+    return "old gold differs", (f"old code {step.old_gold.get(test, Status.failed).value} here, "
+                                f"{their_old.statuses.get(test, 'absent')} in the reference's old-gold run")
+
+
+def only_ours_cause(test: str, step: StepOracle, their_new: ReferenceRun, their_old: ReferenceRun) -> tuple[str, str]:
+    """Why we count a test that the reference does not: the first rule that matches."""
+    if test not in their_new.statuses:
+        where = ", whose collection failed" if their_new.collection_error else ""
+        return "collection error", f"no result in the reference's new-gold run{where}"
+    if their_new.statuses[test] != "passed":
+        return "reference failing", f"{their_new.statuses[test]} in the reference's own run of {step.next_version}"
+    if any(is_under(test, c) for c in step.old_gold_collection_errors):
+        collector = next(c for c in step.old_gold_collection_errors if is_under(test, c))
+        return "collection error", f"collection error in our old-gold run ({collector})"
+    return "old gold differs", (f"old code {step.old_gold[test].value} here, "
+                                f"{their_old.statuses.get(test)} in the reference's old-gold run")
+
+
+def verdict(differences: list[Difference]) -> str:
+    if not differences:
+        return "agree"
+    unexplained = [d for d in differences if d.cause not in EXPLAINED]
+    if not unexplained:
+        causes = ", ".join(sorted({d.cause for d in differences}))
+        return f"explained ({causes})"
+    return f"differs: {len(unexplained)} of {len(differences)} unexplained"
 
 
 def compare(oracle: ChainOracle, reference: Path) -> list[StepAgreement]:
@@ -50,12 +125,21 @@ def compare(oracle: ChainOracle, reference: Path) -> list[StepAgreement]:
         raise SwechainError(f"reference folder {reference} does not exist")
     rows = []
     for step in oracle.steps:
-        theirs = reference_related(reference, step.prev_version, step.next_version)
+        their_new, their_old = reference_runs(reference, step.prev_version, step.next_version)
+        theirs = related_in(their_new, their_old)
         ours = set(step.upgrade_related)
         union = ours | theirs
+        differences = [
+            Difference(test=t, side="only ours", **dict(zip(("cause", "why"), only_ours_cause(t, step, their_new, their_old))))
+            for t in sorted(ours - theirs)
+        ] + [
+            Difference(test=t, side="only theirs", **dict(zip(("cause", "why"), only_theirs_cause(t, step, their_old))))
+            for t in sorted(theirs - ours)
+        ]
         rows.append(StepAgreement(
             index=step.index, prev_version=step.prev_version, next_version=step.next_version,
             both=sorted(ours & theirs), only_ours=sorted(ours - theirs), only_theirs=sorted(theirs - ours),
             jaccard=len(ours & theirs) / len(union) if union else None,
+            differences=differences, verdict=verdict(differences),
         ))
     return rows
