@@ -130,19 +130,23 @@ def chain_diff(
 def chain_compare(
     chain: Annotated[str, typer.Argument(help="chain id or path; its oracle must be built")],
     reference: Annotated[Path, typer.Option(help="the reference implementation's oracle folder for this chain")],
-    details: Annotated[bool, typer.Option(help="list the tests each side alone counts")] = True,
+    details: Annotated[bool, typer.Option(help="list the tests each side alone counts, with why")] = True,
+    steps: Annotated[str | None, typer.Option(help="the oracle built with --steps A-B")] = None,
 ) -> None:
-    """Agreement per step between our upgrade-related tests and the reference's."""
+    """Agreement per step between our upgrade-related tests and the reference's, each difference explained."""
     from swechain_ci.chain.definition import load_chain
     from swechain_ci.evaluation import oracle
     from swechain_ci.evaluation.compare import compare
     from swechain_ci.models import ChainOracle
     from swechain_ci.records import read_model
 
-    loaded = load_chain(chain)
+    loaded = load_chain(chain).select_steps(steps)
     path = oracle.oracle_path(loaded)
     if not path.exists():
-        raise SwechainError(f"no oracle for chain {loaded.id} at {path}: run `swechain-ci chain build {loaded.id}` first")
+        selection = f" --steps {steps}" if steps else ""
+        raise SwechainError(
+            f"no oracle for chain {loaded.id} at {path}: run `swechain-ci chain build {loaded.id}{selection}` first"
+        )
     rows = compare(read_model(path, ChainOracle), reference)
     table = [
         [r.index, f"{r.prev_version} -> {r.next_version}", len(r.both), len(r.only_ours), len(r.only_theirs),

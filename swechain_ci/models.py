@@ -191,6 +191,14 @@ class DiffStats(BaseModel):
     removed: int = 0
 
 
+class PrevRun(Record):
+    """A step's prev evaluation (the code it starts from, under the next version's tests), run
+    while the agent worked on the Build: ``prev-run.json``, taken by the evaluation if the code matches."""
+
+    code_sha256: str
+    run: TestRun
+
+
 class AgentPhaseRecord(Record):
     """What an agent phase (build or fix) left, before its evaluation: ``agent-<phase>.json``.
 

@@ -47,6 +47,7 @@ from swechain_ci.containers import images as image_builds
 from swechain_ci.containers.sandbox import DockerSandbox, single_file_tar
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation import oracle as oracles
+from swechain_ci.evaluation.background import in_background
 from swechain_ci.evaluation.evaluate import evaluate
 from swechain_ci.evaluation.outcomes import (
     has_execution_error,
@@ -59,6 +60,7 @@ from swechain_ci.models import (
     AgentPhaseRecord,
     ChainOracle,
     PhaseRecord,
+    PrevRun,
     RunRecord,
     Scorecard,
     Status,
@@ -270,6 +272,12 @@ class ChainRun:
             if self.manifest.session == "resume":
                 session_id = built.session_id  # a new session where the Build's state was not kept
                 session_archive = (folder / "session.tar.gz").read_bytes() if built.session == "kept" else None
+        prev = None
+        if name == "build" and step.index != self.oracle.steps[0].index:
+            # prev needs nothing from the agent: its evaluation runs while the agent works.
+            progress.say(f"step {step.index}/{len(self.oracle.steps)}: hidden tests of {step.next_version} on prev")
+            prev = in_background(lambda: evaluate(
+                self.sandbox, self.chain, self.images.versions[step.next_version], before, self.labels))
         agent_image = ensure_agent_image(self.sandbox, self.chain, self.images, self.manifest)
         container = self.sandbox.start_agent_container(
             agent_image, self.chain.config.limits, self.labels, network=agent_network(self.manifest)
@@ -315,6 +323,11 @@ class ChainRun:
                     session, note = "dropped", f"{exc}: the Fix starts a new session"
         finally:
             container.remove()
+        if prev is not None:
+            try:
+                write_model(folder / "prev-run.json", PrevRun(code_sha256=trees.digest(before), run=prev.result()))
+            except Exception as exc:  # the evaluation phase runs it again
+                progress.say(f"step {step.index}: the prev evaluation failed alongside the agent ({exc}); it runs again later")
         patch = trees.diff(before, after)
         write_text(folder / f"{name}.diff", patch)
         write_bytes(folder / f"code-{name}.tar.gz", snapshot(after))
@@ -367,8 +380,13 @@ class ChainRun:
             prev_outcomes = step.old_gold  # prev at the first step is old gold by definition
         else:
             prev = self.code(step, "start", work / "prev")
-            progress.say(f"step {step.index}/{len(self.oracle.steps)}: hidden tests of {step.next_version} on prev")
-            prev_run = evaluate(self.sandbox, self.chain, self.images.versions[step.next_version], prev, self.labels)
+            ran = folder / "prev-run.json"
+            ran_alongside = read_model(ran, PrevRun) if ran.is_file() else None
+            if ran_alongside is not None and ran_alongside.code_sha256 == trees.digest(prev):
+                prev_run = ran_alongside.run  # evaluated while the agent worked
+            else:
+                progress.say(f"step {step.index}/{len(self.oracle.steps)}: hidden tests of {step.next_version} on prev")
+                prev_run = evaluate(self.sandbox, self.chain, self.images.versions[step.next_version], prev, self.labels)
             runs[trees.digest(prev)] = prev_run
             prev_outcomes = resolve(prev_run, step.new_gold)
         code = self.code(step, "build", work / "build")

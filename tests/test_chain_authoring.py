@@ -190,3 +190,37 @@ def test_the_oracle_is_keyed_on_the_chain_file_and_the_harness(toy):
     before = oracle.inputs_hash(load_chain("toy"), images)
     toy.write_text(toy.read_text() + "\n# a note\n")
     assert oracle.inputs_hash(load_chain("toy"), images) != before
+
+
+# --------------------------------------------------------------------------- runs sized by the runner
+
+
+@pytest.mark.parametrize(("workers", "cpus", "memory", "expected_workers", "run_cpus", "run_memory", "side_by_side"), [
+    (1, 8, "64g", 1, 1.0, "1024m", 8),        # one worker a run: a run per CPU
+    (4, 8, "64g", 4, 4.0, "4096m", 2),        # four workers a run: two runs at a time
+    ("auto", 8, "64g", 8, 8.0, "8192m", 1),   # as many workers as the runner has CPUs
+    (4, 2, "64g", 2, 2.0, "2048m", 1),        # never more workers than CPUs
+    (1, 8, "3g", 1, 1.0, "1024m", 3),         # memory bounds how many runs go side by side
+])
+def test_runs_are_sized_by_the_runner(toy, monkeypatch, workers, cpus, memory, expected_workers, run_cpus,
+                                      run_memory, side_by_side):
+    from swechain_ci.containers.runner import memory_bytes, parallel_runs, run_limits, runner_size, test_workers
+
+    monkeypatch.delenv("SWECHAIN_WORKERS", raising=False)
+    monkeypatch.setenv("SWECHAIN_RUNNER_CPUS", str(cpus))
+    monkeypatch.setenv("SWECHAIN_RUNNER_MEMORY", memory)
+    edit(toy, pytest={"workers": workers}, limits={"memory": "1g", "cpus": 1.0, "pids": 256})
+    chain, size = load_chain("toy"), runner_size()
+    assert size.memory == memory_bytes(memory, "test")
+    limits = run_limits(chain, size)
+    assert (test_workers(chain, size), limits.cpus, limits.memory) == (expected_workers, run_cpus, run_memory)
+    assert limits.pids == 256 * expected_workers
+    assert parallel_runs(chain, size) == side_by_side
+
+
+def test_a_bad_runner_size_says_how_to_write_it(monkeypatch):
+    from swechain_ci.containers.runner import runner_size
+
+    monkeypatch.setenv("SWECHAIN_RUNNER_MEMORY", "lots")
+    with pytest.raises(SwechainError, match=r"SWECHAIN_RUNNER_MEMORY: 'lots' is not a memory size; write it as 512m or 4g"):
+        runner_size()

@@ -7,7 +7,7 @@ The full chains are the documented commands `swechain-ci chain build <id>` and
 from __future__ import annotations
 
 import pytest
-from conftest import load_json, run_cli
+from conftest import REPO, load_json, run_cli
 
 from swechain_ci.chain.definition import load_chain
 
@@ -64,3 +64,34 @@ def test_noop_agent_resolves_nothing_it_did_not_inherit(built_chain, runs_dir):
             resolved = [t for t, c in phase["categories"].items() if c == "resolved"]
             assert all(step["prev_outcomes"][t] == "passed" for t in resolved), path
         assert step["build"]["counts"]["fp"] == 0
+
+
+REFERENCE = REPO.parent / "shared" / "reference" / "swe-chain-oracle" / "pyjwt_2.0.0_to_2.12.1"
+NETWORK_TEST = "tests/test_jwks_client.py::TestPyJWKClient::test_get_jwt_set_sslcontext_default"
+
+
+def test_pyjwt_network_test_is_scored_where_it_runs_offline(docker_engine):
+    """From 2.11.0 on the JWKS test runs on a local mock: scored in steps 13-15, excluded before, with why."""
+    from swechain_ci.evaluation.oracle import oracle_path
+
+    result = run_cli("chain", "build", "pyjwt", "--steps", "11-15", timeout=1800)  # CI's steps: built already
+    assert result.returncode == 0, result.stderr[-3000:]
+    built = load_json(oracle_path(load_chain("pyjwt").select_steps("11-15")))
+    by_index = {s["index"]: s for s in built["steps"]}
+    for index in (13, 14, 15):
+        assert by_index[index]["new_gold"][NETWORK_TEST] == "passed"
+        assert NETWORK_TEST not in by_index[index]["needs_network"] and NETWORK_TEST not in by_index[index]["excluded"]
+    for index in (11, 12):
+        assert by_index[index]["excluded"][NETWORK_TEST].startswith(f"needs_network in {by_index[index]['next_version']}: fetches")
+
+
+def test_chain_compare_explains_pyjwt_step_9(docker_engine):
+    """The reference ran online: its one extra test in step 9 is explained by needs_network."""
+    assert REFERENCE.is_dir(), f"the reference oracle is missing at {REFERENCE}"
+    result = run_cli("chain", "build", "pyjwt", "--steps", "9", timeout=1800)
+    assert result.returncode == 0, result.stderr[-3000:]
+    result = run_cli("chain", "compare", "pyjwt", "--steps", "9", "--reference", str(REFERENCE))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "explained (needs_network)" in result.stdout
+    assert (f"step 9 only theirs: {NETWORK_TEST}: needs_network: excluded here: needs_network in 2.8.0: "
+            "fetches https://dev-87evx9ru.auth0.com/.well-known/jwks.json") in result.stdout

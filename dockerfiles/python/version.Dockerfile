@@ -2,6 +2,8 @@
 ARG DEPS
 FROM ${DEPS}
 COPY version /opt/swechain/version
-RUN chmod -R a+rX,go-w /opt/swechain/version
+# Both layers exist even when empty (protected_files may match nothing in a version).
+RUN mkdir -p /opt/swechain/version/hidden /opt/swechain/version/protected \
+ && chmod -R a+rX,go-w /opt/swechain/version
 USER 1001
 WORKDIR /work

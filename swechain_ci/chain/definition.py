@@ -79,6 +79,17 @@ class PytestQuirks(Strict):
     remove_options: list[RemovedOption] = Field(default_factory=list)
     rename_sections: list[RenamedSection] = Field(default_factory=list)
     extra_args: list[str] = Field(default_factory=list)
+    workers: int | Literal["auto"] = Field(
+        1, description="pytest-xdist workers in each run's container ('auto': as many as the runner's CPUs); "
+        "limits are per worker",
+    )
+
+    @field_validator("workers")
+    @classmethod
+    def _positive(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("expected 1 or more workers, or 'auto'")
+        return value
 
     @field_validator("remove_options", mode="before")
     @classmethod

@@ -141,6 +141,8 @@ def requirements(chain: Chain, version: str) -> list[str]:
     own = canonicalize_name(chain.config.package)
     result: list[str] = []
     harness = requirement_lines(HARNESS_REQUIREMENTS.read_text())
+    if chain.config.pytest.workers != 1:
+        harness.append("pytest-xdist")  # only where a chain asks for workers: other environments stay as they were
     for_version = [line for entry in env.by_version if version in SpecifierSet(entry.versions) for line in entry.extra]
     for line in wanted + list(env.extra) + for_version + harness:
         try:

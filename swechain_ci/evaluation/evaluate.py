@@ -11,6 +11,7 @@ from pathlib import Path
 
 from swechain_ci.chain import trees
 from swechain_ci.chain.definition import Chain
+from swechain_ci.containers.runner import run_limits, runner_size, test_workers
 from swechain_ci.containers.sandbox import RUNNER_UID, DockerSandbox, single_file_tar
 from swechain_ci.models import BROKEN, FailedImport, Status, TestRun
 from swechain_ci.records import write_bytes
@@ -22,9 +23,12 @@ MESSAGE_CHARS = 600
 
 def evaluate(
     sandbox: DockerSandbox, chain: Chain, image: str, code: Path, labels: dict[str, str], log: Path | None = None,
+    network: str = "none",
 ) -> TestRun:
-    """One hidden-test run; ``log``, if given, receives pytest's whole output as the container kept it."""
+    """One hidden-test run; ``log``, if given, receives pytest's whole output as the container kept it.
+    ``network`` other than none is only for probing gold code (the oracle's network probe)."""
     config = chain.config
+    size = runner_size()
     settings = {
         "test_folder": config.test_folder,
         "source_root": config.source_root,
@@ -34,6 +38,7 @@ def evaluate(
         "extra_args": config.pytest.extra_args,
         "test_timeout_s": config.timeouts.test_s,
         "run_timeout_s": config.timeouts.run_s,
+        "workers": test_workers(chain, size),
     }
     archives = [
         ("/work", trees.pack(code, "candidate", uid=RUNNER_UID, gid=RUNNER_UID)),
@@ -44,10 +49,11 @@ def evaluate(
         ["/opt/venv/bin/python", "/opt/swechain/harness/run_hidden_tests.py"],
         archives,
         collect="/out",
-        limits=config.limits,
+        limits=run_limits(chain, size),
         # The harness stops pytest at run_s; the host kills the container a little later.
         timeout_s=config.timeouts.run_s + 60,
         labels=labels,
+        network=network,
     )
     if log is not None:
         write_bytes(log, result.files.get("output.log") or result.logs_tail.encode())

@@ -19,6 +19,7 @@ from swechain_ci import progress
 from swechain_ci.chain import sources, trees
 from swechain_ci.chain.definition import Chain
 from swechain_ci.containers.images import ChainImages
+from swechain_ci.containers.runner import parallel_runs, runner_size
 from swechain_ci.containers.sandbox import DockerSandbox
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.evaluate import evaluate
@@ -62,17 +63,27 @@ def inputs_hash(chain: Chain, images: ChainImages) -> str:
     payload = "\0".join([
         images.fingerprint, json.dumps(evaluation, sort_keys=True),
         hashlib.sha256(sources.chain_file(chain).read_bytes()).hexdigest(), trees.digest(HARNESS_DIR),
+        network_probe() or "",
     ])
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+def network_probe() -> str | None:
+    """``SWECHAIN_NETWORK_PROBE``: a Docker network with internet access on this runner, if any.
+    Each version's gold then runs once more on it; a test that passes there but not offline
+    needs the network in that version, whether chain.yaml declares it or not."""
+    return os.environ.get("SWECHAIN_NETWORK_PROBE") or None
+
+
+def detected_network_tests(offline: TestRun, online: TestRun, network: str) -> dict[str, str]:
+    return {
+        t: f"passes on network {network}, {offline.statuses.get(t, Status.failed).value} offline (network probe)"
+        for t, s in online.statuses.items() if s == Status.passed and offline.statuses.get(t) != Status.passed
+    }
+
+
 def log_dir(chain: Chain, wanted: str) -> Path:
     return state_home() / "logs" / "oracle" / f"{chain.id}-{wanted[:12]}"
-
-
-def workers() -> int:
-    """Containers run at once: ``SWECHAIN_WORKERS``, else one per CPU."""
-    return max(1, int(os.environ.get("SWECHAIN_WORKERS", os.cpu_count() or 1)))
 
 
 def summary(run: TestRun) -> str:
@@ -87,9 +98,10 @@ def flaky_tests(runs: list[TestRun]) -> list[str]:
     return sorted(t for t in tests if len({r.statuses.get(t) for r in runs}) > 1)
 
 
-def sanity(chain: Chain, version: str, run: TestRun, flaky: list[str]) -> VersionSanity:
-    """A version's own suite: no setup errors, fewer than the allowed fraction failing."""
-    allowed = set(chain.config.oracle.known_failures.get(version, [])) | set(flaky)
+def sanity(chain: Chain, version: str, run: TestRun, tolerated: list[str]) -> VersionSanity:
+    """A version's own suite: no setup errors, fewer than the allowed fraction failing (``tolerated``:
+    flaky tests and those the network probe found)."""
+    allowed = set(chain.config.oracle.known_failures.get(version, [])) | set(tolerated)
     allowed |= set(chain.config.oracle.network_tests(version))
     errors = sorted(t for t, s in run.statuses.items() if s == Status.error and t not in allowed)
     errors += sorted(c for c in run.collection_errors if c not in allowed)
@@ -142,33 +154,43 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
     labels = {"swechain-ci.chain": chain.id}
     repeats = chain.config.oracle.baseline_runs
     # Every gold run up front, a few containers at a time: (tests of, code of) -> runs.
-    jobs = [(v, v) for v in chain.versions for _ in range(repeats)] + [(b, a) for a, b in chain.steps]
-    progress.say(f"oracle {chain.id}: {len(jobs)} gold runs, {workers()} at a time")
+    probe = network_probe()
+    jobs = [(v, v, "none") for v in chain.versions for _ in range(repeats)] + [(b, a, "none") for a, b in chain.steps]
+    jobs += [(v, v, probe) for v in chain.versions] if probe else []
+    side_by_side = parallel_runs(chain, runner_size())
+    progress.say(f"oracle {chain.id}: {len(jobs)} gold runs, {side_by_side} at a time")
     for version in chain.versions:
         sources.materialize(chain, version)  # once, before the threads share the cache
 
     logs = log_dir(chain, wanted)
 
-    def gold_run(numbered: tuple[int, tuple[str, str]]) -> TestRun:
-        number, (tests_of, code_of) = numbered
+    def gold_run(numbered: tuple[int, tuple[str, str, str]]) -> TestRun:
+        number, (tests_of, code_of, network) = numbered
         log = logs / f"{number:03d}-tests-{tests_of}-code-{code_of}.log"
         run = evaluate(sandbox, chain, images.versions[tests_of], sources.materialize(chain, code_of).code, labels,
-                       log=log)
-        progress.say(f"oracle {chain.id}: tests of {tests_of} on code of {code_of}: {summary(run)}")
+                       log=log, network=network)
+        where = f" (network {network})" if network != "none" else ""
+        progress.say(f"oracle {chain.id}: tests of {tests_of} on code of {code_of}{where}: {summary(run)}")
         return run
 
-    with ThreadPoolExecutor(max_workers=workers()) as pool:
+    with ThreadPoolExecutor(max_workers=side_by_side) as pool:
         results = list(pool.map(gold_run, enumerate(jobs)))
     own_runs: dict[str, list[TestRun]] = {v: [] for v in chain.versions}
     cross_runs: dict[str, TestRun] = {}
-    for (tests_of, code_of), run in zip(jobs, results, strict=True):
-        if tests_of == code_of:
+    online_runs: dict[str, TestRun] = {}
+    for (tests_of, code_of, network), run in zip(jobs, results, strict=True):
+        if network != "none":
+            online_runs[tests_of] = run
+        elif tests_of == code_of:
             own_runs[tests_of].append(run)
         else:
             cross_runs[tests_of] = run
-    checks = [sanity(chain, v, runs[0], flaky_tests(runs)) for v, runs in own_runs.items()]
+    detected = {v: detected_network_tests(own_runs[v][0], run, probe) for v, run in online_runs.items()}
+    network_of = {v: {**detected.get(v, {}), **chain.config.oracle.network_tests(v)} for v in chain.versions}
+    checks = [sanity(chain, v, runs[0], flaky_tests(runs) + sorted(detected.get(v, {}))) for v, runs in own_runs.items()]
     own_logs = {tests_of: logs / f"{n:03d}-tests-{tests_of}-code-{code_of}.log"
-                for n, (tests_of, code_of) in reversed(list(enumerate(jobs))) if tests_of == code_of}
+                for n, (tests_of, code_of, network) in reversed(list(enumerate(jobs)))
+                if tests_of == code_of and network == "none"}
     bad = [c for c in checks if not c.ok]
     if bad:
         first = bad[0]
@@ -182,7 +204,7 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
         new_gold = new_runs[0].statuses
         old_gold = resolve(cross_runs[next_], new_gold)
         flaky = flaky_tests(new_runs)
-        network_reasons = chain.config.oracle.network_tests(next_)
+        network_reasons = network_of[next_]
         network = sorted(set(network_reasons) & set(new_gold))
         related = sorted(t for t in scored_universe(new_gold, flaky + network) if old_gold[t] in BROKEN)
         excluded = {t: f"not passing on new gold ({s.value})" for t, s in new_gold.items() if s != Status.passed}

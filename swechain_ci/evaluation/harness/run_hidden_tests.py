@@ -295,6 +295,9 @@ def main() -> int:
         f"--basetemp={tmp / 'pytest'}",
         *settings["extra_args"],
     ]
+    if settings.get("workers", 1) > 1:
+        # Workers are child processes of this pytest: the same unprivileged user, container and limits.
+        base_command += ["-p", "xdist.plugin", "-n", str(int(settings["workers"]))]
     started = time.monotonic()
     pytest = Pytest(settings, base_command, env, started + settings["run_timeout_s"])
     main_report = OUT / "report-suite.json"

@@ -96,7 +96,15 @@ def pytest_make_collect_report(collector):
         builtins.__import__ = _real_import
 
 
+def _in_xdist_worker() -> bool:
+    """Under pytest-xdist the controller replays each worker's reports through the same hooks:
+    the stream is written there alone, so every outcome appears in it exactly once."""
+    return "PYTEST_XDIST_WORKER" in os.environ
+
+
 def pytest_runtest_logreport(report) -> None:
+    if _in_xdist_worker():
+        return
     _append("stream.jsonl", {
         "nodeid": report.nodeid,
         "when": report.when,
@@ -106,5 +114,5 @@ def pytest_runtest_logreport(report) -> None:
 
 
 def pytest_collectreport(report) -> None:
-    if report.failed:
+    if report.failed and not _in_xdist_worker():
         _append("stream.jsonl", {"collector": report.nodeid, "longrepr": str(report.longrepr)[-4000:]})
