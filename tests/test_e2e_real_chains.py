@@ -95,3 +95,27 @@ def test_chain_compare_explains_pyjwt_step_9(docker_engine):
     assert "explained (needs_network)" in result.stdout
     assert (f"step 9 only theirs: {NETWORK_TEST}: needs_network: excluded here: needs_network in 2.8.0: "
             "fetches https://dev-87evx9ru.auth0.com/.well-known/jwks.json") in result.stdout
+
+
+def test_the_interpreter_really_changes_jinja2_302_fails_on_311_and_passes_on_39(docker_engine):
+    """Jinja2 3.0.2's traceback test predates Python 3.11's caret lines (PEP 657): the same test
+    of the same release, failing on the 3.11 image and passing on the 3.9 one."""
+    from swechain_ci.chain import sources
+    from swechain_ci.containers import images
+    from swechain_ci.containers.sandbox import DockerSandbox
+    from swechain_ci.evaluation.evaluate import evaluate
+
+    test = "tests/test_debug.py::TestDebug::test_runtime_error"
+    sandbox = DockerSandbox()
+    runs = {}
+    for chain in (load_chain("jinja2-py39").select_steps("1"), load_chain("jinja2").select_steps("3")):
+        assert chain.versions[0] == "3.0.2"
+        built = images.ensure_images(sandbox, chain)
+        runs[chain.config.python] = evaluate(sandbox, chain, built.versions["3.0.2"],
+                                             sources.materialize(chain, "3.0.2").code, {"swechain-ci.test": "python"})
+    assert "platform linux -- Python 3.9." in runs["3.9"].output_tail
+    assert "platform linux -- Python 3.11." in runs["3.11"].output_tail
+    assert runs["3.9"].statuses[test].value == "passed"
+    assert runs["3.11"].statuses[test].value == "failed"
+    others = {t for t, s in runs["3.9"].statuses.items() if s.value == "passed"} - {test}
+    assert all(runs["3.11"].statuses[t].value == "passed" for t in others)
