@@ -20,6 +20,26 @@ app.add_typer(specs_app, name="specs")
 app.add_typer(ci_app)
 agents_app = typer.Typer(no_args_is_help=True, help="Agent manifests (agents/<name>.yaml).")
 app.add_typer(agents_app, name="agents")
+integrity_app = typer.Typer(no_args_is_help=True, help="A run's integrity findings, and a maintainer's clearing of them.")
+app.add_typer(integrity_app, name="integrity")
+
+
+@integrity_app.command("clear")
+def integrity_clear(
+    output: Annotated[Path, typer.Argument(help="a flagged run's results folder")],
+    by: Annotated[str, typer.Option(help="who clears it (a maintainer's name or handle)")],
+    reason: Annotated[str, typer.Option(help="why its findings are not gaming")],
+) -> None:
+    """Clear a flagged run after review, so that leaderboards rank it. Recorded in the run folder
+    (integrity-clearance.json) for exactly the findings it saw: new findings flag it again."""
+    from swechain_ci.run import rescore
+    from swechain_ci.scoring import integrity
+
+    card = rescore(output)
+    clearance = integrity.clear(output, card.integrity.flags, by, reason)
+    card = rescore(output)
+    typer.echo(f"cleared {clearance.flags} finding(s) of {output} by {clearance.cleared_by} at {clearance.cleared_at}; "
+               f"integrity: {card.integrity.status}")
 
 
 @agents_app.command("validate")

@@ -241,10 +241,15 @@ class StepRecord(Record):
     new_gold: dict[str, Status]
     flaky: list[str] = Field(default_factory=list)
     needs_network: list[str] = Field(default_factory=list)
-    prev_outcomes: dict[str, Status]
+    prev_outcomes: dict[str, Status] = Field(description="prev as observed; scoring may fall back to old_gold (integrity)")
     build: PhaseRecord
     fix: PhaseRecord | None = None
     fix_report: str | None = None
+    old_gold: dict[str, Status] = Field(default_factory=dict, description="old gold under the hidden tests (the oracle's)")
+    prev_run: TestRun | None = Field(None, description="the prev evaluation (none at a range's first step: old gold)")
+    integrity_flags: list[IntegrityFlag] = Field(
+        default_factory=list, description="every integrity finding of this step (harness and scoring); recomputed on re-scoring"
+    )
 
     @property
     def agent_failed(self) -> bool:
@@ -264,6 +269,20 @@ class RunRecord(Record):
     steps_total: int
     status: Literal["running", "finished", "stopped"] = "running"
     stop_reason: str | None = None
+    import_name: str | None = Field(None, description="the package's import name, for integrity checks")
+    steps_planned: list[PlannedStep] = Field(
+        default_factory=list, description="every step of the range, so that ranking can count the ones never scored"
+    )
+
+
+class PlannedStep(BaseModel):
+    """A step of a run's range, with what ranking charges when it is never scored."""
+
+    model_config = ConfigDict(extra="forbid")
+    index: int
+    prev_version: str
+    next_version: str
+    upgrade_related: int = Field(description="upgrade-related tests in the scored universe (flaky and network ones out)")
 
 
 class StepScore(BaseModel):
@@ -300,3 +319,16 @@ class Scorecard(Record):
     oracle_hash: str | None = Field(None, description="the chain oracle the run was scored against")
     failure_modes_build: dict[str, int] = Field(default_factory=dict, description="the steps' failure modes, summed")
     failure_modes_build_fix: dict[str, int] = Field(default_factory=dict)
+    ranking: Ranking | None = Field(None, description="the figures a leaderboard ranks by; null for runs without a plan")
+    integrity: Integrity = Field(default_factory=Integrity)
+
+
+class Ranking(BaseModel):
+    """The paper's figures with every step of the range that was never scored counted as
+    unresolved: its upgrade-related tests are FN (no TP, no FP), so stopping early never pays."""
+
+    model_config = ConfigDict(extra="forbid")
+    build: Metrics
+    build_fix: Metrics
+    steps_unscored: list[int] = Field(description="indexes of the range's steps never scored")
+    fn_added: int = Field(description="upgrade-related tests of those steps, counted as FN")

@@ -69,9 +69,10 @@ from swechain_ci.models import (
     TestRun,
 )
 from swechain_ci.records import read_model, write_bytes, write_model, write_text
+from swechain_ci.scoring import integrity
 from swechain_ci.scoring.fix_report import build_report
 from swechain_ci.scoring.report import write_scorecard
-from swechain_ci.scoring.score import categorize, count, scorecard
+from swechain_ci.scoring.score import categorize, count, plan, scorecard
 from swechain_ci.specs.store import load_specs
 
 PROMPTS = Path(__file__).resolve().parent / "agents" / "prompts"
@@ -229,7 +230,7 @@ class ChainRun:
         write_model(self.output / "run.json", record.model_copy(update={"status": "running", "stop_reason": None}))
 
     def write_scorecard(self) -> None:
-        write_scorecard(self.output, scorecard(self.record, finished_steps(self.output)))
+        write_scorecard(self.output, scorecard(self.record, finished_steps(self.output), integrity.read_clearance(self.output)))
 
     def code(self, step: StepOracle, name: str, dest: Path) -> Path:
         """A codebase from the records: ``start`` (before ``step``), ``build``, ``fix`` or ``final``."""
@@ -376,6 +377,7 @@ class ChainRun:
         for stale in ("evaluate.json", "fix_report.md"):
             (folder / stale).unlink(missing_ok=True)
         runs: dict[str, TestRun] = {}
+        prev_run = None
         if step.index == self.oracle.steps[0].index:
             prev_outcomes = step.old_gold  # prev at the first step is old gold by definition
         else:
@@ -389,12 +391,17 @@ class ChainRun:
                 prev_run = evaluate(self.sandbox, self.chain, self.images.versions[step.next_version], prev, self.labels)
             runs[trees.digest(prev)] = prev_run
             prev_outcomes = resolve(prev_run, step.new_gold)
+        # prev as scored: old gold where prev broke on purpose (scoring/integrity.py)
+        prev_flag = integrity.prev_import_flag(step.index, step.next_version, prev_run, self.previous(step),
+                                               self.record.import_name)
+        scored_prev = integrity.prev_for_scoring(prev_outcomes, step.old_gold, [prev_flag] if prev_flag else [])
         code = self.code(step, "build", work / "build")
-        build = self.evaluated("build", step, code, prev_outcomes, runs)
+        build = self.evaluated("build", step, code, scored_prev, runs)
         record = StepRecord(
             index=step.index, prev_version=step.prev_version, next_version=step.next_version,
             spec_level=self.record.spec_level, upgrade_related=step.upgrade_related, new_gold=step.new_gold,
             flaky=step.flaky, needs_network=step.needs_network, prev_outcomes=prev_outcomes, build=build,
+            old_gold=step.old_gold, prev_run=prev_run, integrity_flags=[prev_flag] if prev_flag else [],
         )
         if build.agent.status == "ok" and build.execution_error:
             report = build_report(build.run)
@@ -408,12 +415,17 @@ class ChainRun:
         folder = step_dir(self.output, step)
         record = read_model(folder / "evaluate.json", StepRecord)
         code = self.code(step, "fix", work / "fix")
-        fix = self.evaluated("fix", step, code, record.prev_outcomes, {record.build.code_sha256: record.build.run})
+        scored_prev = integrity.prev_for_scoring(record.prev_outcomes, record.old_gold, record.integrity_flags)
+        fix = self.evaluated("fix", step, code, scored_prev, {record.build.code_sha256: record.build.run})
         self.finish_step(step, record.model_copy(update={"fix": fix}), "fix")
         self.commit(code, self.title(step, "evaluate fix"))
 
+    def previous(self, step: StepOracle) -> StepRecord | None:
+        return next((s for s in finished_steps(self.output) if s.index == step.index - 1), None)
+
     def finish_step(self, step: StepOracle, record: StepRecord, final: str) -> None:
         folder = step_dir(self.output, step)
+        record.integrity_flags = integrity.step_flags(record, self.previous(step), self.record.import_name)
         write_bytes(folder / "code.tar.gz", (folder / f"code-{final}.tar.gz").read_bytes())
         write_model(folder / "step.json", record)  # written last: its presence marks the step finished
         self.write_scorecard()
@@ -520,7 +532,8 @@ def load_run(
     if record is None:
         record = RunRecord(
             run_id=uuid.uuid4().hex[:12], chain=chain.id, step_range=chain.step_range, agent=agent.name, spec_level=level,
-            oracle_hash=oracle.inputs_hash, steps_total=len(oracle.steps),
+            oracle_hash=oracle.inputs_hash, steps_total=len(oracle.steps), import_name=chain.config.import_name,
+            steps_planned=plan(oracle.steps),
         )
         output.mkdir(parents=True, exist_ok=True)
         write_model(output / "run.json", record)
@@ -530,6 +543,9 @@ def load_run(
             f"{output}: the chain's oracle changed since this run started (images or chain.yaml differ); "
             "start a new run in another --output folder"
         )
+    elif not record.steps_planned:  # a run started before ranking plans: give it one
+        write_model(output / "run.json", record.model_copy(update={
+            "import_name": chain.config.import_name, "steps_planned": plan(oracle.steps)}))
     run = ChainRun(sandbox, chain, agent, manifest, oracle, chain_images, output, specs, branch)
     run.reopen()
     return run
@@ -564,6 +580,6 @@ def run_phase(
 def rescore(output: Path) -> Scorecard:
     """Recompute the scorecard from stored records alone; no Docker."""
     record = read_model(output / "run.json", RunRecord)
-    card = scorecard(record, finished_steps(output))
+    card = scorecard(record, finished_steps(output), integrity.read_clearance(output))
     write_scorecard(output, card)
     return card

@@ -36,6 +36,7 @@ def test_oracle_agent_resolves_every_upgrade_related_test_and_regresses_none(bui
     for phase in ("build", "build_fix"):
         assert (card[phase]["resolving"], card[phase]["precision"]) == (1.0, 1.0)
         assert card[phase]["fn"] == 0 and card[phase]["fp"] == 0 and card[phase]["tp"] > 0
+    assert card["integrity"]["status"] == "clean", card["integrity"]["flags"]
     for step in card["steps"]:
         # A step without upgrade-related tests has an undefined (null) resolving, never a made-up 1.0.
         expected = 1.0 if step["upgrade_related"] else None
@@ -54,6 +55,7 @@ def test_noop_agent_resolves_nothing_it_did_not_inherit(built_chain, runs_dir):
                      "--spec-level", "L1", timeout=1800)
     assert result.returncode == 0, result.stderr[-3000:]
     card = load_json(output / "scorecard.json")
+    assert card["integrity"]["status"] == "clean", card["integrity"]["flags"]
     first = card["steps"][0]
     assert first["build_fix"]["tp"] == 0
     assert first["build_fix"]["resolving"] == (0.0 if first["upgrade_related"] else None)

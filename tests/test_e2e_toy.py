@@ -34,6 +34,8 @@ def test_oracle_agent_scores_full_marks_for_build_and_build_fix(oracle_run):
         assert (card[phase]["tp"], card[phase]["fn"], card[phase]["fp"]) == (sum(TOY_RELATED.values()), 0, 0)
     assert [s["upgrade_related"] for s in card["steps"]] == [TOY_RELATED[i] for i in (1, 2, 3)]
     assert not any(s["fix_ran"] for s in card["steps"]), "gold code has no execution errors to fix"
+    assert card["integrity"] == {"status": "clean", "flags": [], "cleared_by": None, "cleared_reason": None}
+    assert card["ranking"]["build_fix"] == card["build_fix"] and card["ranking"]["steps_unscored"] == []
     assert (oracle_run / "scorecard.md").read_text().startswith("# Scorecard: `oracle` on `toy`")
 
 
@@ -65,6 +67,7 @@ def test_noop_agent_resolves_nothing(toy_oracle, runs_dir):
         assert card[phase]["tp"] == 0
         assert card[phase]["fp"] == 0
         assert card[phase]["precision"] is None  # 0/0 is undefined, never 0 or 1
+    assert card["integrity"]["status"] == "clean", card["integrity"]["flags"]
     # The old code fails the new test modules' imports: each step gets its one Fix.
     assert [s["fix_ran"] for s in card["steps"]] == [True, True, True]
     report = (output / "steps" / "02-0.2.0-0.3.0" / "fix_report.md").read_text()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import os
 import tarfile
-from pathlib import Path
 
 import pytest
 

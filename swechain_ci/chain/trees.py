@@ -187,6 +187,13 @@ class CappedStream(io.RawIOBase):
         self.pending = self.pending[size:]
         return size
 
+    def close(self) -> None:
+        """Also close the source, so that a stream abandoned at the cap releases its connection."""
+        close = getattr(self.chunks, "close", None)
+        if close:
+            close()
+        super().close()
+
 
 def unpack_untrusted(chunks, dest: Path, strip: str) -> None:
     """Extract a tar stream that an agent produced, keeping only what is safe.
@@ -199,7 +206,7 @@ def unpack_untrusted(chunks, dest: Path, strip: str) -> None:
     # Read as a stream: junk and headers count toward a cap too, and nothing is held whole in memory.
     stream = io.BufferedReader(CappedStream(chunks, MAX_TREE_BYTES * 2, "the agent's code tree (as an archive)"))
     try:
-        with tarfile.open(fileobj=stream, mode="r|") as tar:
+        with tarfile.open(fileobj=stream, mode="r|*") as tar:
             for member in tar:
                 name = PurePosixPath(member.name)
                 if name.parts and name.parts[0] == strip:
@@ -214,6 +221,8 @@ def unpack_untrusted(chunks, dest: Path, strip: str) -> None:
                     out.symlink(name, member.linkname)
     except tarfile.TarError as exc:
         raise SwechainError(f"the agent's code tree is not a readable archive ({exc})") from None
+    finally:
+        stream.close()
 
 
 def git(*args: str, cwd: Path | None = None, input: bytes | None = None) -> bytes:

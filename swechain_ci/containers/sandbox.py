@@ -74,8 +74,9 @@ def read_tar_files(chunks: Iterator[bytes], limit: int = MAX_OUTPUT_BYTES, what:
     never more than ``limit`` bytes in all: an oversized or malformed archive is a
     ``SwechainError``, never a host out of memory."""
     files = {}
+    stream = io.BufferedReader(CappedStream(chunks, limit, what))
     try:
-        with tarfile.open(fileobj=io.BufferedReader(CappedStream(chunks, limit, what)), mode="r|") as tar:
+        with tarfile.open(fileobj=stream, mode="r|*") as tar:
             for member in tar:
                 if member.isreg():
                     handle = tar.extractfile(member)
@@ -83,7 +84,21 @@ def read_tar_files(chunks: Iterator[bytes], limit: int = MAX_OUTPUT_BYTES, what:
                     files[name] = handle.read() if handle else b""
     except tarfile.TarError as exc:
         raise SwechainError(f"{what} is not a readable archive ({exc})") from None
+    finally:
+        stream.close()
     return files
+
+
+def archive_chunks(container, path: str) -> Iterator[bytes]:
+    """A container path as a tar stream whose HTTP response is closed when the reader stops,
+    also early (at a size cap): an abandoned export keeps the engine from removing the container."""
+    api = container.client.api
+    response = api._get(api._url("/containers/{0}/archive", container.id), params={"path": path}, stream=True)
+    try:
+        api._raise_for_status(response)
+        yield from response.iter_content(2 * 2**20, False)
+    finally:
+        response.close()
 
 
 def single_file_tar(name: str, content: bytes, uid: int, mode: int = 0o644) -> bytes:
@@ -186,8 +201,7 @@ class DockerSandbox:
             logs = container.logs(tail=200).decode(errors="replace")
             files, output_error = {}, None
             try:
-                stream, _ = container.get_archive(collect)
-                files = read_tar_files(stream, what=f"the output folder {collect}")
+                files = read_tar_files(archive_chunks(container, collect), what=f"the output folder {collect}")
             except docker.errors.NotFound:
                 pass
             except SwechainError as exc:
@@ -297,8 +311,7 @@ class AgentContainer:
         self.container.put_archive(parent, archive)
 
     def get_tree(self, path: str) -> Iterator[bytes]:
-        stream, _ = self.container.get_archive(path)
-        return stream
+        return archive_chunks(self.container, path)
 
     def remove(self) -> None:
         try:

@@ -232,6 +232,8 @@ def status_for(run: RunRecord, card: Scorecard | None) -> tuple[str, str]:
     else:
         scores = (f"B+F resolving {_percent(card.build_fix.resolving)}, precision {_percent(card.build_fix.precision)}"
                   f" ({card.steps_scored}/{card.steps_total} steps)")
+        if card.integrity.status == "flagged":
+            scores += f"; integrity flagged ({len(card.integrity.flags)}), not ranked"
     if run.status == "stopped":
         return state, f"stopped: {scores}; {run.stop_reason or 'no reason recorded'}"
     if run.status == "running":

@@ -7,6 +7,12 @@ out of its mean and the number of chains that have a value is recorded; with non
 mean is null. One scorecard per agent and chain counts: of several, the latest by file
 modification time, and the others are listed as superseded.
 
+Ranking uses each scorecard's ranking figures, where the steps of a run's range that were
+never scored count as unresolved (SEMANTICS.md, "Ranking a run that did not finish"); both
+those and the paper's figures are shown. A scorecard whose integrity is ``flagged`` is
+listed, marked, and left out of every mean and rank until a maintainer clears it
+(``swechain-ci integrity clear``); a cleared one counts and says so.
+
 Writes ``leaderboard.json`` (the ``Leaderboard`` model), ``leaderboard.md`` and
 ``leaderboard.png`` (Build+Fix resolving, precision and F1 per agent).
 """
@@ -18,6 +24,7 @@ import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from tabulate import tabulate
@@ -59,10 +66,18 @@ class ChainResult(Strict):
     stop_reason: str | None
     build: Metrics
     build_fix: Metrics
+    ranking_build_fix: Metrics = Field(description="Build+Fix with never-scored steps counted as unresolved")
+    ranking_build: Metrics
+    integrity: Literal["clean", "flagged", "cleared"] = "clean"
+    flags: int = 0
     cost_usd: float | None
     scorecard: str = Field(description="path of the scorecard.json")
     oracle_hash: str | None = Field(None, description="the chain oracle the run was scored against")
-    integrity: str | None = Field(None, description="the run's integrity status (clean, flagged, cleared), where recorded")
+
+
+class FlaggedRun(Strict):
+    agent: str
+    result: ChainResult
 
 
 class Superseded(Strict):
@@ -82,6 +97,8 @@ class AgentRow(Strict):
     cost_steps: int = Field(description="steps whose cost is known")
     build: PhaseMeans
     build_fix: PhaseMeans
+    ranking_build: PhaseMeans = Field(description="the means of the ranking figures (unscored steps as FN)")
+    ranking_build_fix: PhaseMeans = Field(description="what the rank is decided by")
     results: list[ChainResult]
 
 
@@ -89,7 +106,8 @@ class Leaderboard(Record):
     generated_at: str
     spec_level: str | None = Field(None, description="only scorecards of this level, if set")
     scorecards: int = Field(description="scorecards found (including superseded ones)")
-    rows: list[AgentRow] = Field(description="one per agent, ranked by Build+Fix F1, nulls last")
+    rows: list[AgentRow] = Field(description="one per agent, ranked by ranking Build+Fix F1, nulls last")
+    flagged: list[FlaggedRun] = Field(default_factory=list, description="flagged runs: shown, not ranked")
     superseded: list[Superseded] = Field(default_factory=list)
 
 
@@ -124,13 +142,8 @@ def _cost(card: Scorecard) -> tuple[float | None, int]:
     return (math.fsum(known) if known else None), len(known)
 
 
-def _integrity(card: Scorecard) -> str | None:
-    # Scorecards gain an ``integrity`` record (issue 9); older ones have none.
-    return getattr(getattr(card, "integrity", None), "status", None)
-
-
 def _rank_key(row: AgentRow) -> tuple:
-    f1, res = row.build_fix.f1.value, row.build_fix.resolving.value
+    f1, res = row.ranking_build_fix.f1.value, row.ranking_build_fix.resolving.value
     return (f1 is None, -(f1 or 0.0), res is None, -(res or 0.0), row.agent)
 
 
@@ -164,23 +177,37 @@ def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) ->
     for (agent, _), pair in sorted(latest.items()):
         by_agent.setdefault(agent, []).append(pair)
 
-    rows = []
+    rows, flagged = [], []
     for agent, pairs in by_agent.items():
         results = []
         for path, card in pairs:
             cost, _ = _cost(card)
-            results.append(ChainResult(chain=card.chain, step_range=card.step_range, spec_level=card.spec_level,
-                                       steps_scored=card.steps_scored, steps_total=card.steps_total,
-                                       stop_reason=card.stop_reason, build=card.build, build_fix=card.build_fix,
-                                       cost_usd=cost, scorecard=str(path), oracle_hash=card.oracle_hash,
-                                       integrity=_integrity(card)))
-        costs = [_cost(card) for _, card in pairs]
+            ranked = card.ranking
+            result = ChainResult(
+                chain=card.chain, step_range=card.step_range, spec_level=card.spec_level,
+                steps_scored=card.steps_scored, steps_total=card.steps_total, stop_reason=card.stop_reason,
+                build=card.build, build_fix=card.build_fix,
+                ranking_build=ranked.build if ranked else card.build,
+                ranking_build_fix=ranked.build_fix if ranked else card.build_fix,
+                integrity=card.integrity.status, flags=len(card.integrity.flags), cost_usd=cost, scorecard=str(path),
+                oracle_hash=card.oracle_hash,
+            )
+            if result.integrity == "flagged":
+                flagged.append(FlaggedRun(agent=agent, result=result))
+            else:
+                results.append(result)
+        if not results:
+            continue
+        counted = [card for path, card in pairs if card.integrity.status != "flagged"]
+        costs = [_cost(card) for card in counted]
         cost_steps = sum(n for _, n in costs)
         rows.append(AgentRow(
             rank=0, agent=agent, chains=[r.chain for r in results],
             steps_scored=sum(r.steps_scored for r in results), steps_total=sum(r.steps_total for r in results),
             cost_usd=math.fsum(c for c, _ in costs if c is not None) if cost_steps else None, cost_steps=cost_steps,
             build=_phase([r.build for r in results]), build_fix=_phase([r.build_fix for r in results]),
+            ranking_build=_phase([r.ranking_build for r in results]),
+            ranking_build_fix=_phase([r.ranking_build_fix for r in results]),
             results=results,
         ))
     rows.sort(key=_rank_key)
@@ -188,7 +215,7 @@ def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) ->
         row.rank = rank
     superseded.sort(key=lambda s: (s.agent, s.chain, s.dropped))
     return Leaderboard(generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), spec_level=spec_level,
-                       scorecards=len(cards), rows=rows, superseded=superseded)
+                       scorecards=len(cards), rows=rows, flagged=flagged, superseded=superseded)
 
 
 # -- rendering ----------------------------------------------------------------------------------
@@ -209,12 +236,15 @@ def _cost_cell(row: AgentRow) -> str:
 
 
 def render_markdown(board: Leaderboard) -> str:
-    headers = ["rank", "agent", "chains", "steps scored",
+    headers = ["rank", "agent", "chains", "steps scored", "ranked B+F F1 %", "ranked B+F resolving %",
                "B+F resolving %", "B+F precision %", "B+F F1 %", "B resolving %", "B precision %", "B F1 %", "cost $"]
     table = []
     for row in board.rows:
         n = len(row.chains)
-        table.append([row.rank, cell(row.agent, 80), n, f"{row.steps_scored}/{row.steps_total}",
+        cleared = sum(r.integrity == "cleared" for r in row.results)
+        table.append([row.rank, cell(row.agent, 80) + (f" (cleared: {cleared})" if cleared else ""), n,
+                      f"{row.steps_scored}/{row.steps_total}",
+                      _cell(row.ranking_build_fix.f1, n), _cell(row.ranking_build_fix.resolving, n),
                       *(_cell(getattr(row.build_fix, m), n) for m in ("resolving", "precision", "f1")),
                       *(_cell(getattr(row.build, m), n) for m in ("resolving", "precision", "f1")),
                       _cost_cell(row)])
@@ -222,7 +252,7 @@ def render_markdown(board: Leaderboard) -> str:
                   f"{r.steps_scored}/{r.steps_total}",
                   *(("n/a" if v is None else f"{100 * v:.1f}") for v in
                     (r.build_fix.resolving, r.build_fix.precision, r.build_fix.f1)),
-                  cell(r.stop_reason, 300) if r.stop_reason else ""]
+                  r.integrity, cell(r.stop_reason, 300) if r.stop_reason else ""]
                  for row in board.rows for r in row.results]
     ref = PAPER_REFERENCE
     lines = [
@@ -231,7 +261,9 @@ def render_markdown(board: Leaderboard) -> str:
         f"{len(board.rows)} agents, {board.scorecards} scorecards"
         + (f", specification level {board.spec_level}" if board.spec_level else "") + ". "
         "Each score is the plain mean over the agent's chains of that chain's value "
-        "(F1: the mean of the chains' F1s); ranked by Build+Fix F1.[^paper]",
+        "(F1: the mean of the chains' F1s); ranked by the ranked Build+Fix F1, where a run's steps that were "
+        "never scored count their upgrade-related tests as unresolved (the other columns are the paper's figures "
+        "over the scored steps). Flagged runs are listed below and not ranked.[^paper]",
         "",
         tabulate(table, headers=headers, tablefmt="github", disable_numparse=True),
         "",
@@ -241,10 +273,19 @@ def render_markdown(board: Leaderboard) -> str:
         "## Per chain",
         "",
         tabulate(per_chain, headers=["agent", "chain", "level", "steps", "scored", "B+F resolving %",
-                                     "B+F precision %", "B+F F1 %", "stopped"], tablefmt="github",
+                                     "B+F precision %", "B+F F1 %", "integrity", "stopped"], tablefmt="github",
                  disable_numparse=True),
         "",
     ]
+    if board.flagged:
+        lines += ["## Flagged runs (not ranked)", "",
+                  "Integrity findings mark these runs; a maintainer reviews them and clears them with "
+                  "`swechain-ci integrity clear RUN_DIR --by NAME --reason TEXT`, or not:", ""]
+        lines += [f"- **⚠ flagged** {inline(f.agent, 80)} on {inline(f.result.chain, 80)} steps {inline(f.result.step_range, 40)} "
+                  f"({f.result.flags} finding(s)): B+F F1 "
+                  f"{'n/a' if f.result.build_fix.f1 is None else f'{100 * f.result.build_fix.f1:.1f}'}%, "
+                  f"{inline(f.result.scorecard, 300)}" for f in board.flagged]
+        lines.append("")
     if board.superseded:
         lines += ["## Superseded scorecards", "",
                   "An agent with several scorecards for one chain counts only the latest (file modification time):", ""]

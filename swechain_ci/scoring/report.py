@@ -7,7 +7,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from swechain_ci.markdown import cell, inline
-from swechain_ci.models import Metrics, Scorecard
+from swechain_ci.models import Integrity, Metrics, Scorecard
 from swechain_ci.records import write_model, write_text
 
 
@@ -17,6 +17,37 @@ def percent(value: float | None) -> str:
 
 def metric_cells(m: Metrics) -> list[str]:
     return [percent(m.resolving), percent(m.precision), percent(m.f1), f"{m.tp}/{m.fn}/{m.fp}"]
+
+
+def integrity_lines(integrity: Integrity) -> list[str]:
+    """The run's integrity: one line when clean, else a marked line and one line per flag."""
+    if integrity.status == "clean":
+        return ["Integrity: clean.", ""]
+    if integrity.status == "cleared":
+        head = (f"Integrity: **cleared** by {inline(integrity.cleared_by, 100)} ({inline(integrity.cleared_reason, 300)}); "
+                f"{len(integrity.flags)} finding(s):")
+    else:
+        head = (f"Integrity: **⚠ flagged**, {len(integrity.flags)} finding(s); not ranked until a maintainer "
+                "clears it (`swechain-ci integrity clear`):")
+    lines = [head, ""]
+    for flag in integrity.flags:
+        where = f"step {flag.step} {flag.phase or ''}".strip() if flag.step is not None else "run"
+        at = f" at {inline(flag.location, 200)}" if flag.location else ""
+        lines.append(f"- {where}: {inline(flag.kind, 60)}{at}: {inline(flag.detail, 500)}")
+    return lines + [""]
+
+
+def ranking_line(card: Scorecard) -> list[str]:
+    if card.ranking is None or not card.ranking.steps_unscored:
+        return []
+    r = card.ranking
+    return [
+        f"For ranking, the {len(r.steps_unscored)} step(s) never scored ({', '.join(map(str, r.steps_unscored))}) count "
+        f"their {r.fn_added} upgrade-related tests as unresolved: Build+Fix resolving {percent(r.build_fix.resolving)}%, "
+        f"precision {percent(r.build_fix.precision)}%, F1 {percent(r.build_fix.f1)}% "
+        f"({r.build_fix.tp}/{r.build_fix.fn}/{r.build_fix.fp}); Build F1 {percent(r.build.f1)}%.",
+        "",
+    ]
 
 
 def render(card: Scorecard) -> str:
@@ -38,8 +69,10 @@ def render(card: Scorecard) -> str:
         + (f"; stopped: {inline(card.stop_reason, 300)}" if card.stop_reason else "")
         + (f"; agent cost ${card.cost_usd:.2f}" if card.cost_usd is not None else "") + ".",
         "",
+        *integrity_lines(card.integrity),
         tabulate(totals, headers=["", "phase", "resolving %", "precision %", "F1 %", "TP/FN/FP"], tablefmt="github"),
         "",
+        *ranking_line(card),
         tabulate(rows, headers=headers, tablefmt="github"),
         "",
         "Resolving = TP/(TP+FN), precision = TP/(TP+FP), micro-averaged over steps; n/a = undefined (0/0).",

@@ -14,14 +14,19 @@ from swechain_ci.models import (
     SCOREABLE,
     Category,
     Counts,
+    IntegrityFlag,
     Metrics,
+    PlannedStep,
+    Ranking,
     RunRecord,
     Scorecard,
     Status,
+    StepOracle,
     StepRecord,
     StepScore,
     TestRun,
 )
+from swechain_ci.scoring.integrity import Clearance, integrity_of, prev_for_scoring, run_flags
 
 
 def categorize(
@@ -110,12 +115,14 @@ def _summed(per_step: Iterable[dict[str, int]]) -> dict[str, int]:
     return dict(totals)
 
 
-def score_step(step: StepRecord) -> tuple[StepScore, Counts, Counts]:
-    """Score one step's Build and Build+Fix from its stored outcome maps."""
+def score_step(step: StepRecord, flags: list[IntegrityFlag] | None = None) -> tuple[StepScore, Counts, Counts]:
+    """Score one step's Build and Build+Fix from its stored outcome maps; ``flags`` (the step's
+    integrity findings) decide what prev is scored as."""
     universe = scored_universe(step.new_gold, [*step.flaky, *step.needs_network])
-    build_categories = categorize(step.upgrade_related, universe, step.prev_outcomes, step.build.outcomes)
+    prev = prev_for_scoring(step.prev_outcomes, step.old_gold, flags or [])
+    build_categories = categorize(step.upgrade_related, universe, prev, step.build.outcomes)
     final = step.fix or step.build
-    final_categories = categorize(step.upgrade_related, universe, step.prev_outcomes, final.outcomes)
+    final_categories = categorize(step.upgrade_related, universe, prev, final.outcomes)
     build_counts, final_counts = count(build_categories), count(final_categories)
     phases = [step.build] + ([step.fix] if step.fix else [])
     costs = [p.agent.cost_usd for p in phases if p.agent.cost_usd is not None]
@@ -138,8 +145,32 @@ def score_step(step: StepRecord) -> tuple[StepScore, Counts, Counts]:
     return score, build_counts, final_counts
 
 
-def scorecard(run: RunRecord, steps: list[StepRecord]) -> Scorecard:
-    scored = [score_step(s) for s in sorted(steps, key=lambda s: s.index)]
+def plan(steps: Iterable[StepOracle]) -> list[PlannedStep]:
+    """A run's range, each step with the upgrade-related tests it is scored on."""
+    return [
+        PlannedStep(index=s.index, prev_version=s.prev_version, next_version=s.next_version,
+                    upgrade_related=len(set(s.upgrade_related) & scored_universe(s.new_gold, [*s.flaky, *s.needs_network])))
+        for s in steps
+    ]
+
+
+def ranking(planned: list[PlannedStep], scored: Mapping[int, tuple[Counts, Counts]]) -> Ranking:
+    """The figures to rank by: every planned step never scored counts its upgrade-related tests
+    as FN (no TP, no FP) in Build and in Build+Fix (SEMANTICS.md, "Ranking a run that did not finish")."""
+    missing = [p for p in planned if p.index not in scored]
+    charged = [Counts(fn=p.upgrade_related) for p in missing]
+    return Ranking(
+        build=chain_metrics([*(b for b, _ in scored.values()), *charged]),
+        build_fix=chain_metrics([*(f for _, f in scored.values()), *charged]),
+        steps_unscored=[p.index for p in missing],
+        fn_added=sum(p.upgrade_related for p in missing),
+    )
+
+
+def scorecard(run: RunRecord, steps: list[StepRecord], clearance: Clearance | None = None) -> Scorecard:
+    ordered = sorted(steps, key=lambda s: s.index)
+    flags = run_flags(ordered, run.import_name)
+    scored = [score_step(s, flags[s.index]) for s in ordered]
     return Scorecard(
         chain=run.chain,
         step_range=run.step_range,
@@ -155,4 +186,6 @@ def scorecard(run: RunRecord, steps: list[StepRecord]) -> Scorecard:
         oracle_hash=run.oracle_hash,
         failure_modes_build=_summed(s.failure_modes_build for s, _, _ in scored),
         failure_modes_build_fix=_summed(s.failure_modes_build_fix for s, _, _ in scored),
+        ranking=ranking(run.steps_planned, {s.index: (b, f) for s, b, f in scored}) if run.steps_planned else None,
+        integrity=integrity_of([f for s in ordered for f in flags[s.index]], clearance),
     )
