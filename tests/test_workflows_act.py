@@ -9,10 +9,13 @@ through GITHUB_API_URL. Docker, git and the CLI are real.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -94,16 +97,18 @@ def offline_actions(work: Path) -> list[str]:
     return [option for uses in sorted(remote) for option in ("--local-repository", f"{uses}={stub}")]
 
 
-def act(work: Path, shared: Path, event: str, workflow: str, payload: dict, api: str, *extra: str):
+def act_command(work: Path, shared: Path, event: str, workflow: str, payload: dict, api: str, *extra: str) -> list[str]:
     event_file = work.parent / f"{event}.json"
     event_file.write_text(json.dumps(payload))
-    return subprocess.run(
-        [str(VENV_BIN / "act"), event, "-W", f".github/workflows/{workflow}", "-e", str(event_file), *PLATFORMS,
-         *offline_actions(work),
-         "-s", f"GITHUB_TOKEN={TOKEN}", "--env", f"GITHUB_API_URL={api}", "--env", "GITHUB_REPOSITORY=acme/bench",
-         "--env", f"SWECHAIN_ACT_SHARED={shared}", *extra],
-        cwd=work, capture_output=True, text=True, timeout=1500,
-    )
+    return [str(VENV_BIN / "act"), event, "-W", f".github/workflows/{workflow}", "-e", str(event_file), *PLATFORMS,
+            *offline_actions(work),
+            "-s", f"GITHUB_TOKEN={TOKEN}", "--env", f"GITHUB_API_URL={api}", "--env", "GITHUB_REPOSITORY=acme/bench",
+            "--env", f"SWECHAIN_ACT_SHARED={shared}", *extra]
+
+
+def act(work: Path, shared: Path, event: str, workflow: str, payload: dict, api: str, *extra: str):
+    return subprocess.run(act_command(work, shared, event, workflow, payload, api, *extra),
+                          cwd=work, capture_output=True, text=True, timeout=1500)
 
 
 REPLAY = "replay:tests/fixtures/replay_toy"  # the same name here and in act's copy: the scorecards name it
@@ -191,6 +196,70 @@ def test_a_dispatched_chain_run_is_a_job_per_phase_and_scores_as_the_local_run(l
     assert (card["build_fix"]["tp"], card["build_fix"]["fn"], card["build_fix"]["fp"]) == (24, 6, 1)
     on_branch = step_outcomes(lambda path: git("--git-dir", str(origin), "show", f"{branch}:.swechain/{path}"))
     assert on_branch == step_outcomes(lambda path: (local_replay_run / path).read_text())
+
+
+@pytest.mark.docker
+def test_a_run_whose_evaluate_job_is_killed_resumes_there_with_the_same_scorecard(toy_oracle, act_repo, tmp_path):
+    from conftest import run_cli
+
+    from swechain_ci.chain import trees
+
+    work, origin, shared = act_repo
+    # Step 2 alone keeps this short: a Build that breaks collection on 0.2.0's code, and a Fix
+    # that mends it. The local run of the same agent is the reference.
+    before, after = tmp_path / "before", tmp_path / "after"
+    trees.copy_tree(REPO / "chains/toy/versions/0.2.0", before, exclude=lambda rel: rel.parts[0] == "tests")
+    shutil.copytree(before, after)
+    (after / "src/toyslug/broken.py").write_text("def broken(:\n")
+    with open(after / "src/toyslug/__init__.py", "a") as init:
+        init.write("from toyslug import broken\n")
+    (work / "replay_kill").mkdir()
+    (work / "replay_kill/step-2.build.patch").write_text(trees.diff(before, after))
+    (work / "replay_kill/step-2.fix.patch").write_text(trees.diff(after, before))
+    git("add", "replay_kill", cwd=work)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "Replay patches", cwd=work)
+    git("push", "-q", "origin", "main", cwd=work)
+    local = tmp_path / "local"
+    result = run_cli("run", "--chain", "toy", "--agent", "replay:replay_kill", "--steps", "2-2", "--output", str(local),
+                     cwd=work)
+    assert result.returncode == 0, result.stderr
+    branch = "runs/replay-replay_kill/toy/r7"
+    inputs = {"agent": "replay:replay_kill", "chain": "toy", "spec_level": "", "steps": "2-2", "run_id": "r7"}
+
+    def subjects() -> list[str]:
+        listed = subprocess.run(["git", "--git-dir", str(origin), "log", "--format=%s", branch],
+                                capture_output=True, text=True)
+        return [s.split(":")[0] for s in reversed(listed.stdout.splitlines())]
+
+    with FakeGitHub() as github:
+        github.state.add_token(TOKEN, None)
+        command = act_command(work, shared, "workflow_dispatch", "chain-run.yml",
+                              {"inputs": inputs, "ref": "refs/heads/main"}, github.url)
+        with open(tmp_path / "killed.log", "w") as log:
+            killed = subprocess.Popen(command, cwd=work, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 900
+            evaluating = ""
+            while not evaluating:
+                assert killed.poll() is None and time.monotonic() < deadline, (tmp_path / "killed.log").read_text()[-4000:]
+                time.sleep(0.5)
+                if subjects()[-1:] == ["step 2 build"]:
+                    run_id = json.loads(git("--git-dir", str(origin), "show", f"{branch}:.swechain/run.json"))["run_id"]
+                    evaluating = subprocess.run(
+                        ["docker", "ps", "-q", "--filter", "label=swechain-ci=eval", "--filter",
+                         f"label=swechain-ci.run={run_id}"], capture_output=True, text=True).stdout.strip()
+        finally:
+            os.killpg(killed.pid, signal.SIGKILL)  # the evaluate job dies midway, its hidden tests running
+            killed.wait()
+        assert subjects() == ["start", "step 2 build"], "a killed job pushes nothing: the branch ends at a whole phase"
+        outputs = dispatch_until_done(work, shared, github, inputs)
+    # Dispatched again, the run resumes at its first unfinished phase: the build job finds its phase done.
+    assert jobs_that_ran(outputs[0]) == ["build", "evaluate", "fix", "hand-on"] and len(outputs) == 1
+    assert "step 2 build: already done" in outputs[0]
+    assert subjects() == ["start", "step 2 build", "step 2 evaluate", "step 2 fix", "step 2 evaluate fix", "finished"]
+    card = json.loads(git("--git-dir", str(origin), "show", f"{branch}:.swechain/scorecard.json"))
+    assert comparable(card) == comparable(load_json(local / "scorecard.json"))
+    assert [s["fix_ran"] for s in card["steps"]] == [True] and card["steps_scored"] == 1
 
 
 @pytest.mark.docker
