@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,10 +42,16 @@ class ChainImages:
         return hashlib.sha256(joined.encode()).hexdigest()
 
 
-def ensure_base(sandbox: DockerSandbox, python: str) -> str:
-    """The base image for ``python``: a local one if present, else a pull, else a Debian bootstrap."""
+def ensure_base(sandbox: DockerSandbox, python: str, extra_packages: Sequence[str] = ()) -> str:
+    """The base image for ``python``: a local one if present, else a pull, else a Debian bootstrap.
+
+    ``extra_packages`` (a family's Debian packages, e.g. a C++ toolchain) make a base of their
+    own, tagged with their hash, so that other chains' bases stay lean.
+    """
     suite = interpreter(python).debian_suite
     ref = base_image(python, suite)
+    if extra_packages:
+        ref += "-with-" + hashlib.sha256(" ".join(sorted(extra_packages)).encode()).hexdigest()[:12]
     if image := sandbox.image_id(ref):
         return image
     progress.say(f"base image {ref} not present; pulling")
@@ -59,7 +66,8 @@ def ensure_base(sandbox: DockerSandbox, python: str) -> str:
     with tempfile.TemporaryDirectory(prefix="swechain-base-") as tmp:
         rootfs = Path(tmp) / "rootfs.tar"
         result = subprocess.run(
-            ["mmdebstrap", "--variant=minbase", f"--include={DEBIAN_PACKAGES}", suite, str(rootfs)],
+            ["mmdebstrap", "--variant=minbase", f"--include={','.join([DEBIAN_PACKAGES, *extra_packages])}", suite,
+             str(rootfs)],
             capture_output=True, text=True,
         )
         if result.returncode != 0:
@@ -90,11 +98,30 @@ def wheelhouse(pins: list[str], python: str, find_links: list[Path] | None = Non
     return folder
 
 
+def family_dir(chain: Chain) -> Path:
+    folder = project_root() / "dockerfiles" / chain.config.family
+    if not folder.is_dir():
+        raise SwechainError(
+            f"chain {chain.id} has family '{chain.config.family}' but {folder} does not exist "
+            f"(families: {', '.join(sorted(p.name for p in folder.parent.iterdir() if p.is_dir()))})"
+        )
+    return folder
+
+
+def family_packages(chain: Chain) -> list[str]:
+    """The Debian packages the family's images need besides Python (``debian-packages.txt``)."""
+    listed = family_dir(chain) / "debian-packages.txt"
+    if not listed.is_file():
+        return []
+    return [line.split("#", 1)[0].strip() for line in listed.read_text().splitlines() if line.split("#", 1)[0].strip()]
+
+
 def recipe(chain: Chain, name: str) -> Path:
-    path = project_root() / "dockerfiles" / chain.config.family / f"{name}.Dockerfile"
-    if not path.is_file():
-        raise SwechainError(f"missing image recipe {path} (chain {chain.id} has family '{chain.config.family}')")
-    return path
+    """The family's recipe, else the plain Python one: a family holds only what differs."""
+    for folder in (family_dir(chain), project_root() / "dockerfiles" / "python"):
+        if (folder / f"{name}.Dockerfile").is_file():
+            return folder / f"{name}.Dockerfile"
+    raise SwechainError(f"missing image recipe {name}.Dockerfile in {family_dir(chain)} or dockerfiles/python")
 
 
 def build_cached(
@@ -167,7 +194,7 @@ def ensure_version(sandbox: DockerSandbox, chain: Chain, deps: str, version: str
 
 def ensure_images(sandbox: DockerSandbox, chain: Chain) -> ChainImages:
     """Every version's image; versions whose environments resolve alike share a dependency image."""
-    base = ensure_base(sandbox, chain.config.python)
+    base = ensure_base(sandbox, chain.config.python, family_packages(chain))
     environments = {v: environments_of.pins(chain, v) for v in chain.versions}
     by_pins: dict[tuple[str, ...], str] = {}
     deps: dict[str, str] = {}
