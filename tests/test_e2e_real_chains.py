@@ -13,7 +13,7 @@ from swechain_ci.chain.definition import load_chain
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 # sqlparse runs on Python 3.13 and jinja2-py39 on Python 3.9 (their chain.yaml `python:`).
-REAL_CHAINS = ["pyjwt", "jinja2", "sqlparse", "jinja2-py39"]
+REAL_CHAINS = ["pyjwt", "jinja2", "sqlparse", "jinja2-py39", "flask"]
 
 
 @pytest.fixture(scope="module", params=REAL_CHAINS)
