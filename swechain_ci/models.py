@@ -165,13 +165,18 @@ class Metrics(BaseModel):
 
 
 class AgentOutcome(BaseModel):
-    """What one agent phase did, as the harness saw it."""
+    """What one agent phase did, as the harness saw it.
+
+    ``infra_error``: the provider or the network failed, not the agent (agents/triage.py);
+    such a phase is never scored and pauses the run."""
 
     model_config = ConfigDict(extra="forbid")
-    status: Literal["ok", "crashed", "timed_out", "tree_rejected"] = Field(
+    status: Literal["ok", "crashed", "timed_out", "tree_rejected", "infra_error"] = Field(
         "ok", description="tree_rejected: the code tree it left cannot be taken (e.g. over the size limit)"
     )
-    ended_by: str | None = Field(None, description="e.g. end_turn, exit, turn_limit, cost_limit, wall_clock, repetition")
+    ended_by: str | None = Field(None, description="e.g. end_turn, exit, limit, repetition, infra")
+    limit: Literal["turns", "cost_usd", "wall_s"] | None = Field(None, description="the limit that ended it (ended_by: limit)")
+    infra: str | None = Field(None, description="the infra-failure signature that matched (agents/triage.py)")
     detail: str = ""
     wall_s: float = 0.0
     exit_code: int | None = None
@@ -181,7 +186,34 @@ class AgentOutcome(BaseModel):
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
     cost_usd: float | None = None
+    cost_source: Literal["cli", "prices"] | None = Field(
+        None, description="cli: dollars the agent's CLI reported; prices: tokens priced with prices.yaml")
+    prices_date: str | None = Field(None, description="the date of the price table, when prices were used")
+    cli_session: str | None = Field(None, description="the session id the CLI reported (its Fix resumes it)")
     output_truncated: bool = False
+
+
+class Usage(BaseModel):
+    """Turns, tokens and dollars summed over agent phases; a field no phase reports is null."""
+
+    model_config = ConfigDict(extra="forbid")
+    turns: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cost_usd: float | None = None
+
+    @classmethod
+    def total(cls, parts: list[AgentOutcome] | list[Usage]) -> Usage:
+        def summed(name: str) -> int | float | None:
+            known = [getattr(p, name) for p in parts if getattr(p, name) is not None]
+            return sum(known) if known else None
+
+        totals = {name: summed(name) for name in cls.model_fields}
+        if totals["cost_usd"] is not None:
+            totals["cost_usd"] = round(totals["cost_usd"], 8)
+        return cls(**totals)
 
 
 class DiffStats(BaseModel):
@@ -250,6 +282,7 @@ class StepRecord(Record):
     integrity_flags: list[IntegrityFlag] = Field(
         default_factory=list, description="every integrity finding of this step (harness and scoring); recomputed on re-scoring"
     )
+    usage: Usage | None = Field(None, description="the agent's turns, tokens and dollars over Build and Fix")
 
     @property
     def agent_failed(self) -> bool:
@@ -267,7 +300,8 @@ class RunRecord(Record):
     spec_level: str
     oracle_hash: str
     steps_total: int
-    status: Literal["running", "finished", "stopped"] = "running"
+    status: Literal["running", "finished", "stopped", "paused"] = Field(
+        "running", description="paused: an infrastructure failure; resuming runs the paused step again")
     stop_reason: str | None = None
     import_name: str | None = Field(None, description="the package's import name, for integrity checks")
     steps_planned: list[PlannedStep] = Field(
@@ -298,6 +332,7 @@ class StepScore(BaseModel):
     categories_build_fix: dict[Category, int]
     agent_status: str
     cost_usd: float | None = None
+    usage: Usage | None = None
     wall_s: float = 0.0
     failure_modes_build: dict[str, int] = Field(
         default_factory=dict, description="failure mode -> unresolved and regressed tests (scoring/failure_modes.py)")
@@ -315,6 +350,8 @@ class Scorecard(Record):
     build: Metrics
     build_fix: Metrics
     cost_usd: float | None = Field(None, description="the agent's cost over the scored steps, where known")
+    usage: Usage | None = Field(None, description="the agent's turns, tokens and dollars over the scored steps")
+    status: Literal["running", "finished", "stopped", "paused"] | None = Field(None, description="the run's status")
     steps: list[StepScore]
     oracle_hash: str | None = Field(None, description="the chain oracle the run was scored against")
     failure_modes_build: dict[str, int] = Field(default_factory=dict, description="the steps' failure modes, summed")

@@ -41,6 +41,7 @@ from swechain_ci.agents.base import (
 from swechain_ci.agents.image import ensure_agent_image
 from swechain_ci.agents.manifest import AgentManifest
 from swechain_ci.agents.session import SessionTooLarge, export_session, import_session
+from swechain_ci.agents.triage import InfraFailure
 from swechain_ci.chain import sources, trees
 from swechain_ci.chain.definition import Chain, load_chain
 from swechain_ci.containers import images as image_builds
@@ -67,6 +68,7 @@ from swechain_ci.models import (
     StepOracle,
     StepRecord,
     TestRun,
+    Usage,
 )
 from swechain_ci.records import read_model, write_bytes, write_model, write_text
 from swechain_ci.scoring import integrity
@@ -219,9 +221,12 @@ class ChainRun:
         return Position(step, "evaluate-fix")
 
     def reopen(self) -> None:
-        """A stopped run resumes at the step whose agent failed: that step was not finished."""
+        """A stopped run resumes at the step whose agent failed: that step was not finished. A
+        paused run (an infrastructure failure) resumes at the phase that met it."""
         record = self.record
-        if record.status != "stopped":
+        if record.status == "paused":
+            progress.say(f"resuming a run paused by an infrastructure failure ({record.stop_reason})"[:300])
+        elif record.status != "stopped":
             return
         done = finished_steps(self.output)
         if done and done[-1].agent_failed:
@@ -266,12 +271,13 @@ class ChainRun:
         folder = step_dir(self.output, step)
         before = self.code(step, "start" if name == "build" else "build", work / "before")
         after = work / "after"
-        fix_report, session_id, session_archive = None, str(uuid.uuid4()), None
+        fix_report, session_id, session_archive, cli_session = None, str(uuid.uuid4()), None, None
         if name == "fix":
             fix_report = (folder / "fix_report.md").read_text()
             built = read_model(folder / "agent-build.json", AgentPhaseRecord)
             if self.manifest.session == "resume":
                 session_id = built.session_id  # a new session where the Build's state was not kept
+                cli_session = built.agent.cli_session
                 session_archive = (folder / "session.tar.gz").read_bytes() if built.session == "kept" else None
         prev = None
         if name == "build" and step.index != self.oracle.steps[0].index:
@@ -301,12 +307,16 @@ class ChainRun:
                 phase=name, step_index=step.index, prev_version=step.prev_version, next_version=step.next_version,
                 spec=spec, fix_report=fix_report, prompt=prompt, workspace=workspace, chain=self.chain,
                 log=folder / "logs" / f"agent-{name}.log", session_id=session_id, limits=self.manifest.limits,
-                secrets=self.secrets,
+                secrets=self.secrets, cli_session=cli_session,
             )
             ctx.log.parent.mkdir(parents=True, exist_ok=True)
             progress.say(f"step {step.index}/{len(self.oracle.steps)} {name}: agent {self.agent.name} at work")
             outcome = self.run_agent(ctx)
             workspace.container.kill_agent_processes()  # nothing the agent started outlives its phase
+            if outcome.status == "infra_error":  # not the agent's doing: this phase is not recorded
+                with open(ctx.log, "a") as log:
+                    log.write(f"\n[swechain-ci] {name}: {outcome.status} {outcome.detail}\n")
+                raise InfraFailure(step.index, name, outcome.infra, outcome.detail)
             try:
                 workspace.pull_code(after)
             except SwechainError as exc:  # e.g. a tree over the size limit: the agent's failure; the code stays as it was
@@ -426,6 +436,7 @@ class ChainRun:
     def finish_step(self, step: StepOracle, record: StepRecord, final: str) -> None:
         folder = step_dir(self.output, step)
         record.integrity_flags = integrity.step_flags(record, self.previous(step), self.record.import_name)
+        record = record.model_copy(update={"usage": Usage.total([p.agent for p in (record.build, record.fix) if p])})
         write_bytes(folder / "code.tar.gz", (folder / f"code-{final}.tar.gz").read_bytes())
         write_model(folder / "step.json", record)  # written last: its presence marks the step finished
         self.write_scorecard()
@@ -452,6 +463,25 @@ class ChainRun:
 
     # -- driving --------------------------------------------------------------------------------
 
+    def pause(self, step: StepOracle, failure: InfraFailure, work: Path) -> None:
+        """An infrastructure failure: the phase is not recorded (its step is not scored), its logs
+        are kept aside, and the run pauses; resuming runs that phase again."""
+        logs = step_dir(self.output, step) / "logs"
+        kept = self.output / "infra-errors" / f"{step_dir(self.output, step).name}-{failure.phase}-{time.strftime('%Y%m%dT%H%M%S')}"
+        for name in (f"agent-{failure.phase}.log", f"trajectory-{failure.phase}.jsonl"):
+            if (logs / name).exists():
+                kept.mkdir(parents=True, exist_ok=True)
+                shutil.move(logs / name, kept / name)
+        reason = (f"step {step.index} {failure.phase}: infrastructure failure ({failure.signature}), not scored: "
+                  f"{failure.detail}"[:400]
+                  + "; resume with the same `swechain-ci run` command, or dispatch the workflow again with this run id")
+        write_model(self.output / "run.json", self.record.model_copy(update={"status": "paused", "stop_reason": reason}))
+        progress.say(f"paused: {reason}")
+        self.write_scorecard()
+        if self.branch:
+            self.branch.commit(self.code(step, "start", work / "paused"), self.output,
+                               f"paused: step {step.index} {failure.phase}: infrastructure failure")
+
     def run_phase(self, position: Position) -> None:
         step, phase = position.step, position.phase
         assert step is not None
@@ -460,20 +490,23 @@ class ChainRun:
             progress.say(f"removed {removed} container(s) left by an interrupted phase")
         with tempfile.TemporaryDirectory(prefix="swechain-run-") as tmp:
             work = Path(tmp)
-            if phase == "build":
-                shutil.rmtree(step_dir(self.output, step), ignore_errors=True)  # a phase cut short starts over
-                if self.branch and self.branch.head() is None:
-                    self.branch.commit(self.code(step, "start", work / "start"), self.output,
-                                       f"start: {self.chain.config.package} {self.chain.versions[0]}")
-                self.agent_phase("build", step, work)
-            elif phase == "evaluate":
-                self.evaluate_build(step, work)
-            elif phase == "fix":
-                self.agent_phase("fix", step, work)
-            elif phase == "evaluate-fix":
-                self.evaluate_fix(step, work)
-            else:
-                self.hand_on(step, work)
+            try:
+                if phase == "build":
+                    shutil.rmtree(step_dir(self.output, step), ignore_errors=True)  # a phase cut short starts over
+                    if self.branch and self.branch.head() is None:
+                        self.branch.commit(self.code(step, "start", work / "start"), self.output,
+                                           f"start: {self.chain.config.package} {self.chain.versions[0]}")
+                    self.agent_phase("build", step, work)
+                elif phase == "evaluate":
+                    self.evaluate_build(step, work)
+                elif phase == "fix":
+                    self.agent_phase("fix", step, work)
+                elif phase == "evaluate-fix":
+                    self.evaluate_fix(step, work)
+                else:
+                    self.hand_on(step, work)
+            except InfraFailure as failure:
+                self.pause(step, failure, work)
 
     def execute(self, max_steps: int | None = None) -> None:
         """The local run: every phase in sequence, exactly as the jobs of a dispatched run."""

@@ -1,9 +1,12 @@
 """A scripted stand-in for the Anthropic Messages API, over real HTTP on 127.0.0.1.
 
 It speaks the subset the SDK uses for ``client.messages.create``: ``POST /v1/messages``
-answered with a ``message`` object. A Python callable scripts it (request body ->
+answered with a ``message`` object, and ``client.messages.count_tokens``:
+``POST /v1/messages/count_tokens`` answered with an estimate (a token per four characters
+of the request, or ``count(body)``). A Python callable scripts it (request body ->
 response), and every request is recorded with its headers, so tests can drive the real
-SDK and check what it sent.
+SDK and check what it sent. ``outage(n)`` answers the next n requests (either route)
+with 529 overloaded_error, as the API does under load.
 
     with ScriptedServer(lambda body: message([text("done")])) as server:
         anthropic.Anthropic(api_key="k", base_url=server.url).messages.create(...)
@@ -114,12 +117,29 @@ def result_text(block: dict[str, Any]) -> str:
 class ScriptedServer(LocalServer):
     """``POST /v1/messages`` answered by ``script(body)``; start/stop or use as a context manager."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, count: Callable[[dict[str, Any]], int] | None = None) -> None:
         super().__init__()
         self.script = script
+        self.count = count or (lambda body: len(json.dumps(body)) // 4)
         self.requests: list[Recorded] = []
+        self.counts: list[Recorded] = []
+        self.overloaded: list[str] = []  # the routes of the requests an outage answered
         self.errors: list[str] = []
         self._lock = threading.Lock()
+        self._outage = 0
+
+    def outage(self, requests: int) -> None:
+        """Answer the next ``requests`` requests with 529 overloaded_error."""
+        with self._lock:
+            self._outage = requests
+
+    def _in_outage(self, path: str) -> bool:
+        with self._lock:
+            if self._outage <= 0:
+                return False
+            self._outage -= 1
+            self.overloaded.append(path)
+            return True
 
     @property
     def url(self) -> str:
@@ -149,13 +169,21 @@ class ScriptedServer(LocalServer):
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 path = self.path.split("?", 1)[0]
-                if path != "/v1/messages":
+                if path not in ("/v1/messages", "/v1/messages/count_tokens"):
                     self.send_json(404, error_body("not_found_error", f"no route {path}"))
                     return
                 try:
                     body = json.loads(raw)
                 except ValueError:
                     self.send_json(400, error_body("invalid_request_error", "body is not JSON"))
+                    return
+                if server._in_outage(path):
+                    self.send_json(529, error_body("overloaded_error", "Overloaded"))
+                    return
+                if path.endswith("/count_tokens"):
+                    with server._lock:
+                        server.counts.append(Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body))
+                    self.send_json(200, {"input_tokens": server.count(body)})
                     return
                 with server._lock:
                     server.requests.append(Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body))

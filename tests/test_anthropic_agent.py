@@ -6,6 +6,7 @@ agent container: the model is scripted, everything else is what a run does.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -28,7 +29,7 @@ from anthropic_server import (
 )
 from conftest import REPO, load_json, run_cli
 
-from swechain_ci.agents.anthropic import AnthropicAgent
+from swechain_ci.agents.anthropic import ELIDED, AnthropicAgent
 from swechain_ci.agents.base import PhaseContext, Workspace
 from swechain_ci.agents.image import ensure_agent_image
 from swechain_ci.agents.manifest import AgentLimits, AgentManifest, parse_manifest
@@ -136,6 +137,51 @@ def test_a_scripted_model_solves_the_toy_chain(solved_run):
 
 
 @pytest.mark.docker
+def test_a_run_of_529s_pauses_the_run_and_a_resume_matches_the_uninterrupted_run(solved_run, tmp_path):
+    """Step 2's first call meets an outage that outlasts the retry window: the run pauses
+    with infra_error, step 2 unscored; run again, it resumes at step 2 and its scorecard
+    is the uninterrupted run's."""
+    def outage_at_step_2(body):
+        if versions_of(body) == ("0.2.0", "0.3.0") and not outage_at_step_2.done:
+            outage_at_step_2.done = True
+            outage_at_step_2.server.outage(10_000)
+            return Reply({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, status=529)
+        return toy_solver(body)
+
+    outage_at_step_2.done = False
+    output = tmp_path / "run"
+    env = {"ANTHROPIC_API_KEY": "test-key", "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+    with ScriptedServer(outage_at_step_2) as server:
+        outage_at_step_2.server = server
+        data = yaml.safe_load(MANIFEST.read_text())
+        data["base_url"] = server.url
+        data["options"].update(max_retries=0, infra_retry_minutes=0.02, infra_backoff_first_s=0.2)
+        manifest = tmp_path / "claude-reference.yaml"
+        manifest.write_text(yaml.safe_dump(data))
+        paused = run_cli("run", "--chain", "toy", "--agent", str(manifest), "--output", str(output), env=env)
+        assert paused.returncode == 0, paused.stderr
+        run = load_json(output / "run.json")
+        assert run["status"] == "paused" and run["stop_reason"].startswith(
+            "step 2 build: infrastructure failure (overloaded), not scored")
+        assert [p.name for p in sorted(output.glob("steps/*/step.json"))] == ["step.json"]
+        markdown = (output / "scorecard.md").read_text()
+        assert "paused: `" in markdown and "step 2 build: infrastructure failure (overloaded)" in markdown
+        server.outage(0)
+        resumed = run_cli("run", "--chain", "toy", "--agent", str(manifest), "--output", str(output), env=env)
+        assert resumed.returncode == 0, resumed.stderr
+        assert not server.errors, server.errors
+    assert "resuming after step 1" in resumed.stderr
+    assert load_json(output / "run.json")["status"] == "finished"
+    solved, _ = solved_run
+    assert (output / "scorecard.md").read_text() == (solved / "scorecard.md").read_text()
+    mine, theirs = load_json(output / "scorecard.json"), load_json(solved / "scorecard.json")
+    for card in (mine, theirs):
+        for step in card["steps"]:
+            step.pop("wall_s")
+    assert mine == theirs, "identical but for wall-clock seconds"
+
+
+@pytest.mark.docker
 def test_the_sdk_sent_what_the_agent_meant(solved_run):
     _, requests = solved_run
     assert len(requests) == 3 * 5
@@ -200,13 +246,13 @@ def agent_container(toy_oracle):
         container.remove()
 
 
-def run_agent(agent_container, tmp_path: Path, script, options: dict | None = None, **limits):
+def run_agent(agent_container, tmp_path: Path, script, options: dict | None = None, server=None, **limits):
     chain, container = agent_container
     manifest = AgentManifest(
         name="claude-reference", kind="python", entrypoint="swechain_ci.agents.anthropic:AnthropicAgent",
         model="claude-sonnet-4-5", env=["ANTHROPIC_API_KEY"], options={"max_retries": 1, **(options or {})},
     )
-    with ScriptedServer(script) as server:
+    with contextlib.nullcontext(server) if server else ScriptedServer(script) as server:
         manifest.base_url = server.url
         ctx = PhaseContext(
             phase="build", step_index=1, prev_version="0.1.0", next_version="0.2.0", spec="Bump the version.",
@@ -228,7 +274,7 @@ def test_the_turn_limit_ends_a_session_that_never_ends(agent_container, tmp_path
         return message([tool_use("bash", {"command": f"echo turn {turns_taken(body)}"})])
 
     outcome, requests, events, _ = run_agent(agent_container, tmp_path, endless, turns=2)
-    assert (outcome.status, outcome.ended_by, outcome.turns) == ("ok", "turn_limit", 2)
+    assert (outcome.status, outcome.ended_by, outcome.limit, outcome.turns) == ("ok", "limit", "turns", 2)
     assert len(requests) == 2
     assert [e["event"] for e in events].count("tool_results") == 2, "the last turn's tools still ran"
     assert "turn 0" in result_text(tool_results(requests[1].body)[0])
@@ -241,7 +287,7 @@ def test_the_cost_limit_counts_every_token_kind(agent_container, tmp_path):
                        usage_=usage(input_tokens=1_000_000, output_tokens=100_000, cache_write=0, cache_read=0))
 
     outcome, requests, _, _ = run_agent(agent_container, tmp_path, expensive, cost_usd=0.5)
-    assert (outcome.status, outcome.ended_by, outcome.turns) == ("ok", "cost_limit", 1)
+    assert (outcome.status, outcome.ended_by, outcome.limit, outcome.turns) == ("ok", "limit", "cost_usd", 1)
     assert outcome.cost_usd == pytest.approx(3.0 + 1.5)
     assert len(requests) == 1
 
@@ -252,7 +298,7 @@ def test_the_wall_clock_ends_a_long_tool(agent_container, tmp_path):
         return message([tool_use("bash", {"command": "sleep 60; echo woke"})])
 
     outcome, requests, events, elapsed = run_agent(agent_container, tmp_path, sleepy, wall_s=2)
-    assert (outcome.status, outcome.ended_by) == ("timed_out", "wall_clock")
+    assert (outcome.status, outcome.ended_by, outcome.limit) == ("timed_out", "limit", "wall_s")
     assert elapsed < 15
     [results] = [e for e in events if e["event"] == "tool_results"]
     assert "woke" not in json.dumps(results) and "killed" in json.dumps(results)
@@ -267,7 +313,7 @@ def test_the_wall_clock_bounds_a_slow_model_call(agent_container, tmp_path):
         return Reply(message([text("late")]), delay_s=8)
 
     outcome, requests, _, elapsed = run_agent(agent_container, tmp_path, slow, wall_s=2)
-    assert (outcome.status, outcome.ended_by) == ("timed_out", "wall_clock")
+    assert (outcome.status, outcome.ended_by, outcome.limit) == ("timed_out", "limit", "wall_s")
     assert elapsed < 6, "no HTTP attempt outlives the wall clock"
     assert len(requests) == 1, "no retry is started after the wall clock"
 
@@ -283,17 +329,134 @@ def test_identical_tool_calls_in_a_row_end_the_session(agent_container, tmp_path
 
 
 @pytest.mark.docker
-def test_an_api_error_after_retries_is_a_crash_with_usage_kept(agent_container, tmp_path):
+def test_an_api_error_that_is_not_infrastructure_is_a_crash_with_usage_kept(agent_container, tmp_path):
     def failing(body):
         if turns_taken(body) == 0:
             return message([tool_use("bash", {"command": "true"})], usage_=usage(1000, 100))
-        return Reply({"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}, status=529)
+        return Reply({"type": "error", "error": {"type": "invalid_request_error", "message": "bad tool"}}, status=400)
 
     outcome, requests, events, _ = run_agent(agent_container, tmp_path, failing)
     assert (outcome.status, outcome.ended_by, outcome.turns) == ("crashed", "api_error", 1)
-    assert len(requests) == 3, "one call, then the failing one and its one retry"
+    assert len(requests) == 2, "a 400 is not retried"
     assert outcome.cost_usd == pytest.approx((1000 * 3 + 100 * 15) / 1e6)
     assert events[-1]["event"] == "end"
+
+
+@pytest.mark.docker
+def test_overload_is_retried_with_backoff_and_the_session_goes_on(agent_container, tmp_path):
+    def flaky(body):
+        turn = turns_taken(body)
+        if turn == 0 and not flaky.tripped:
+            flaky.tripped = True
+            flaky.server.outage(3)  # this and the next requests: the SDK's retry, then two of ours
+            return Reply({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, status=529)
+        return message([tool_use("bash", {"command": "true"})] if turn == 0 else [text("done")])
+
+    flaky.tripped = False
+    with ScriptedServer(flaky) as server:
+        flaky.server = server
+        outcome, requests, events, _ = run_agent(agent_container, tmp_path, flaky, server=server,
+                                                 options={"infra_backoff_first_s": 0.1, "infra_retry_minutes": 1})
+    assert (outcome.status, outcome.ended_by, outcome.turns) == ("ok", "end_turn", 2)
+    retries = [e for e in events if e["event"] == "infra_error"]
+    assert [e["signature"] for e in retries] == ["overloaded"] * 2
+    assert [e["retry_in_s"] for e in retries] == [0.1, 0.2], "exponential backoff"
+
+
+@pytest.mark.docker
+def test_persistent_overload_ends_the_phase_as_infra_error(agent_container, tmp_path):
+    def down(body):
+        down.server.outage(10_000)
+        return Reply({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, status=529)
+
+    with ScriptedServer(down) as server:
+        down.server = server
+        outcome, _, events, elapsed = run_agent(agent_container, tmp_path, down, server=server,
+                                                options={"infra_backoff_first_s": 0.2, "infra_retry_minutes": 0.03})
+    assert (outcome.status, outcome.ended_by, outcome.infra) == ("infra_error", "infra", "overloaded")
+    assert "still failing after" in outcome.detail and outcome.turns == 0
+    assert 1.5 < elapsed < 15, "retried for the window (1.8 s), then gave up"
+    assert len([e for e in events if e["event"] == "infra_error"]) >= 3
+
+
+@pytest.mark.docker
+def test_tool_calls_of_a_reply_cut_off_at_max_tokens_are_not_run(agent_container, tmp_path):
+    def cut(body):
+        if turns_taken(body) == 0:
+            return message([tool_use("create", {"path": "half.py", "file_text": "def f(:"})], stop_reason="max_tokens")
+        return message([text("done")])
+
+    outcome, requests, events, _ = run_agent(agent_container, tmp_path, cut)
+    assert (outcome.ended_by, outcome.turns) == ("end_turn", 2)
+    [result] = tool_results(requests[1].body)
+    assert result["is_error"] and "cut off at the output token limit" in result_text(result)
+    assert "truncated" in [e["event"] for e in events] and "tool_results" not in [e["event"] for e in events]
+    _, container = agent_container
+    assert container.exec(["test", "-e", "/app/code/half.py"]).exit_code != 0, "the truncated file was not written"
+
+
+@pytest.mark.docker
+def test_the_prompt_is_counted_before_each_call_and_made_to_fit(agent_container, tmp_path):
+    def chatty(body):
+        turn = turns_taken(body)
+        if turn < 5:
+            return message([tool_use("bash", {"command": f"seq 1 10{turn}"})])
+        return message([text("done")])
+
+    def count(body):  # 100 tokens per tool output still shown
+        return 100 * sum(1 for m in body["messages"] for b in m["content"] if isinstance(b, dict)
+                         and b.get("type") == "tool_result" and ELIDED not in json.dumps(b))
+
+    window = {"context_window_tokens": 16000 + 450, "compact_at_tokens": None}
+    with ScriptedServer(chatty, count=count) as server:
+        outcome, requests, events, _ = run_agent(agent_container, tmp_path, chatty, server=server, options=window)
+        counts = len(server.counts)
+    assert (outcome.ended_by, outcome.turns) == ("end_turn", 6)
+    assert counts == 6 + 1, "one count per call, and a recount after eliding"
+    [compact] = [e for e in events if e["event"] == "compact"]
+    assert compact["elided"] == 2, "five outputs do not fit; the oldest two are elided"
+
+    with ScriptedServer(chatty, count=lambda body: 10**6) as server:
+        outcome, requests, _, _ = run_agent(agent_container, tmp_path / "huge", chatty, server=server)
+    assert (outcome.status, outcome.ended_by, outcome.turns) == ("ok", "context_window", 0)
+    assert requests == [], "no call is made with a prompt that cannot fit"
+
+
+@pytest.mark.docker
+def test_fix_continues_the_build_conversation(agent_container, tmp_path):
+    chain, container = agent_container
+    manifest = AgentManifest(
+        name="claude-reference", kind="python", entrypoint="swechain_ci.agents.anthropic:AnthropicAgent",
+        model="claude-sonnet-4-5", env=["ANTHROPIC_API_KEY"], session="resume", options={"max_retries": 0},
+    )
+
+    def script(body):
+        if turns_taken(body) == 0:  # Build: a tool call, then stopped by the turn limit
+            return message([tool_use("bash", {"command": "echo built"}), tool_use("bash", {"command": "echo more"})])
+        return message([text("fixed")])
+
+    with ScriptedServer(script) as server:
+        manifest.base_url = server.url
+        for phase, turns in (("build", 1), ("fix", 5)):
+            agent = AnthropicAgent(manifest)  # a new process for each phase: Fix reads the Build's trajectory
+            ctx = PhaseContext(
+                phase=phase, step_index=1, prev_version="0.1.0", next_version="0.2.0", spec="SPEC-TEXT",
+                fix_report="REPORT-TEXT" if phase == "fix" else None, prompt=f"{phase.upper()}-PROMPT",
+                workspace=Workspace(container), chain=chain, log=tmp_path / "logs" / f"agent-{phase}.log",
+                session_id="s1", limits=AgentLimits(turns=turns, repeats=2), secrets={"ANTHROPIC_API_KEY": "k"},
+            )
+            outcome = agent.run(ctx)
+        requests = list(server.requests)
+    assert (outcome.ended_by, outcome.turns) == ("end_turn", 1)
+    build_first, fix_first = requests[0].messages, requests[1].messages
+    assert fix_first[0] == build_first[0], "the Build task opens the Fix conversation"
+    assert [b["input"]["command"] for b in fix_first[1]["content"]] == ["echo built", "echo more"]
+    assert [m["role"] for m in fix_first] == ["user", "assistant", "user"], "Build's turn, then the Fix message"
+    opening = fix_first[2]["content"]
+    results = [b for b in opening if b.get("type") == "tool_result"]
+    assert len(results) == 2, "Build's unanswered tool calls get results before the Fix task"
+    fix_text = "".join(b.get("text", "") for b in opening if b.get("type") == "text")
+    assert "FIX-PROMPT" in fix_text and "REPORT-TEXT" in fix_text and "SPEC-TEXT" not in fix_text
 
 
 # ---------------------------------------------------------------------------------------------

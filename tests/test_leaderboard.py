@@ -113,9 +113,9 @@ def test_markdown(runs):
     alpha = [c.strip() for c in rows[1].split("|")[1:-1]]
     # Without a ranking plan (older scorecards) the ranked figures are the paper's.
     assert alpha == ["2", "`alpha`", "3", "4/7", "70.8 (2/3)", "41.7", "41.7", "87.5 (2/3)", "70.8 (2/3)", "25.0", "50.0 (2/3)",
-                     "41.7 (2/3)", "3.50 (2/4 steps)"]
+                     "41.7 (2/3)", "", "", "3.50 (2/4 steps)"]
     gamma = [c.strip() for c in rows[2].split("|")[1:-1]]
-    assert gamma[4:] == ["n/a"] * 8 + ["n/a"]
+    assert gamma[4:] == ["n/a"] * 8 + ["", "", "n/a"], "no turns or tokens reported: blank"
     assert "kept `" in md and "z-older/alpha-c3/scorecard.json`" in md
     # the paper's figures are a footnote, never a row
     assert "ranked by the ranked Build+Fix F1, where a run's steps that were never scored" in md

@@ -14,22 +14,38 @@ container. Tools:
 File contents cross the shell as base64 (``printf %s <b64> | base64 -d``), in chunks
 below the kernel's limit on one argument, so no content is ever parsed by a shell.
 
-Each phase is a new session (a fresh message list). It ends, with ``ended_by`` set, at:
+Build starts a new conversation; Fix continues the Build conversation of its step (the
+same session id; kept in memory, or read back from the Build's trajectory when the Fix runs
+in another process), with the Fix prompt and the error report as the next user message. A
+phase ends, with ``ended_by`` set, at:
 
 ======================  ===============  =========================================
 ended_by                status           when
 ======================  ===============  =========================================
 ``end_turn``            ok               the model stops of its own accord
-``turn_limit``          ok               ``limits.turns`` model turns were taken
-``cost_limit``          ok               ``limits.cost_usd`` dollars were spent
+``limit`` (turns)       ok               ``limits.turns`` model turns were taken
+``limit`` (cost_usd)    ok               ``limits.cost_usd`` dollars were spent
 ``repetition``          ok               the identical tool call ``limits.repeats``
                                          times in a row (the last is not run)
 ``refusal``             ok               the model refused (stop_reason refusal)
-``context_window``      ok               the model's context window was full
-``wall_clock``          timed_out        ``limits.wall_s`` passed
-``api_error``           crashed          an API error the SDK's retries did not cure
+``context_window``      ok               the prompt no longer fits the context window,
+                                         even with old tool outputs elided
+``limit`` (wall_s)      timed_out        ``limits.wall_s`` passed
+``infra``               infra_error      overload, rate limits, server or network
+                                         errors (agents/triage.py) that persisted for
+                                         ``options.infra_retry_minutes``
+``api_error``           crashed          any other API error the SDK's retries did not cure
 ``error``               crashed          anything else (e.g. the container died)
 ======================  ===============  =========================================
+
+Infrastructure errors are retried with exponential backoff (2 s, doubling up to 60 s) for
+``infra_retry_minutes`` after the first failure, on top of the SDK's own short retries;
+then the phase is ``infra_error``, which pauses the run without scoring the step.
+
+Before every call the prompt is counted (``messages.count_tokens``, free); a prompt over
+``context_window_tokens`` minus ``max_tokens`` has all old tool outputs elided first. A
+response cut off at ``max_tokens`` may hold a truncated tool call: its tool calls are not
+run, each gets an error result asking for a shorter call.
 
 A turn, cost or repetition limit ends a session that leaves its code in place, so it
 is "ok": the code is scored as it stands and the chain goes on. Only the wall clock
@@ -57,7 +73,9 @@ Manifest ``options`` (all optional): ``max_tokens`` (16000), ``temperature``,
 attempt), ``tool_output_chars`` (30000, tool output shown to the model),
 ``prompt_caching`` (true: cache breakpoints on the system prompt and the last two
 user messages), ``compact_at_tokens`` (150000: once a prompt is this long, old tool
-outputs are elided; null: never), ``prices`` ({model: {input, output, cache_write, cache_read}}).
+outputs are elided; null: never), ``prices`` ({model: {input, output, cache_write, cache_read}}),
+``infra_retry_minutes`` (30), ``infra_backoff_first_s`` (2), ``context_window_tokens`` (200000),
+``count_tokens`` (true).
 """
 
 from __future__ import annotations
@@ -75,8 +93,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from swechain_ci.agents.base import CODE_DIR, FIX_REPORT_FILE, SPEC_FILE, PhaseContext
 from swechain_ci.agents.manifest import AgentManifest
-from swechain_ci.agents.prices import PRICES_FILE, TokenUsage, load_prices
+from swechain_ci.agents.prices import PRICES_FILE, TokenUsage, load_prices, prices_date
 from swechain_ci.agents.tools import ContainerTools, ToolResult
+from swechain_ci.agents.triage import classify
 from swechain_ci.errors import SwechainError, describe_validation
 from swechain_ci.models import AgentOutcome
 
@@ -84,6 +103,10 @@ SDK_DIR = Path(anthropic.__file__).parent
 # Tool outputs of the last user messages that context compaction leaves alone.
 KEEP_RECENT = 3
 ELIDED = "[output elided to save context; run the tool again if you need it]"
+TRUNCATED = ("[not run: your reply was cut off at the output token limit, so this call may be incomplete; "
+             "send it again, shorter (e.g. split a large file into several edits)]")
+UNANSWERED = "[not run: the session ended before this call]"
+BACKOFF_FIRST_S, BACKOFF_MAX_S = 2.0, 60.0
 
 SYSTEM_PROMPT = """\
 You are a careful software engineer maintaining the Python package {package} \
@@ -182,6 +205,10 @@ class AnthropicOptions(BaseModel):
     prompt_caching: bool = True
     compact_at_tokens: int | None = Field(150_000, gt=0)
     prices: dict[str, Any] = Field(default_factory=dict)
+    infra_retry_minutes: float = Field(30, ge=0, description="how long infrastructure errors are retried")
+    infra_backoff_first_s: float = Field(BACKOFF_FIRST_S, gt=0, description="the first wait; it doubles to 60 s")
+    context_window_tokens: int = Field(200_000, gt=0)
+    count_tokens: bool = Field(True, description="count the prompt before each call")
 
 
 class WallClockPassed(Exception):
@@ -255,8 +282,34 @@ def block_dict(block: Any) -> dict[str, Any]:
     return block.model_dump(mode="json", exclude_none=True)
 
 
-def first_message(ctx: PhaseContext) -> str:
-    parts = [ctx.prompt.strip(), f'<specification file="{SPEC_FILE}">\n{ctx.spec.strip()}\n</specification>']
+def build_conversation(ctx: PhaseContext) -> list[dict[str, Any]] | None:
+    """The Build conversation of this step's session, from its trajectory (beside the phase
+    log; written by the harness, never by the agent), for a Fix run by another process."""
+    path = ctx.log.with_name("trajectory-build.jsonl")
+    if not path.is_file():
+        return None
+    messages: list[dict[str, Any]] = []
+    session = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        kind = event.get("event")
+        if kind == "session":
+            session = event.get("session_id")
+        elif kind in ("request", "tool_results", "truncated"):
+            messages.append(event["message"])
+        elif kind == "response":
+            messages.append({"role": "assistant", "content": event["content"]})
+    return messages if session == ctx.session_id and messages else None
+
+
+def first_message(ctx: PhaseContext, resumed: bool = False) -> str:
+    """The phase's task; a resumed Fix has the specification in its conversation already."""
+    parts = [ctx.prompt.strip()]
+    if not resumed:
+        parts.append(f'<specification file="{SPEC_FILE}">\n{ctx.spec.strip()}\n</specification>')
     if ctx.phase == "fix" and ctx.fix_report:
         parts.append(f'<fix_report file="{FIX_REPORT_FILE}">\n{ctx.fix_report.strip()}\n</fix_report>')
     return "\n\n".join(parts) + "\n"
@@ -286,6 +339,8 @@ class AnthropicAgent:
                 "{input, output, cache_write, cache_read} in dollars per million tokens"
             )
         self.price = prices[manifest.model]
+        # session id -> the conversation so far; Fix continues its step's Build conversation.
+        self.conversations: dict[str, list[dict[str, Any]]] = {}
 
     def client(self, ctx: PhaseContext, deadline: float) -> anthropic.Anthropic:
         return anthropic.Anthropic(
@@ -325,18 +380,22 @@ class Session:
         self.warned: set[str] = set()
         self.repeats = 0
         self.prompt_tokens = 0
+        self.counted = 0
 
     # -- bookkeeping ---------------------------------------------------------------------------
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
 
-    def end(self, ended_by: str, status: str = "ok", detail: str = "") -> AgentOutcome:
+    def end(self, ended_by: str, status: str = "ok", detail: str = "", limit: str | None = None,
+            infra: str | None = None) -> AgentOutcome:
+        self.agent.conversations[self.ctx.session_id] = self.messages
         outcome = AgentOutcome(
-            status=status, ended_by=ended_by, detail=detail[:2000], turns=self.turns,
+            status=status, ended_by=ended_by, limit=limit, infra=infra, detail=detail[:2000], turns=self.turns,
             input_tokens=self.usage.input_tokens, output_tokens=self.usage.output_tokens,
             cache_read_tokens=self.usage.cache_read_tokens, cache_write_tokens=self.usage.cache_write_tokens,
-            cost_usd=round(self.cost_usd, 6), output_truncated=self.log.truncated,
+            cost_usd=round(self.cost_usd, 6), cost_source="prices", prices_date=prices_date(),
+            output_truncated=self.log.truncated,
         )
         self.trajectory.append("end", **outcome.model_dump(exclude={"wall_s"}),
                                elapsed_s=round(time.monotonic() - self.started, 3))
@@ -357,13 +416,14 @@ class Session:
             messages[i] = {**messages[i], "content": content}
         return system, messages
 
-    def compact(self) -> None:
-        """Once the last prompt reached ``compact_at_tokens``, the outputs of all but the last
-        KEEP_RECENT tool-result messages are elided, for good (so the prompt cache holds again
-        from there on). The task message is never touched."""
+    def compact(self, force: bool = False) -> int:
+        """Once the last prompt reached ``compact_at_tokens`` (or when forced: the prompt does
+        not fit), the outputs of all but the last KEEP_RECENT tool-result messages are elided,
+        for good (so the prompt cache holds again from there on). The task message is never
+        touched. Returns how many outputs were elided."""
         limit = self.agent.options.compact_at_tokens
-        if limit is None or self.prompt_tokens < limit:
-            return
+        if not force and (limit is None or self.prompt_tokens < limit):
+            return 0
         elided = 0
         users = [i for i, m in enumerate(self.messages) if m["role"] == "user"]
         for i in users[1:-KEEP_RECENT]:
@@ -377,11 +437,28 @@ class Session:
         if elided:
             self.trajectory.append("compact", turn=self.turns + 1, prompt_tokens=self.prompt_tokens, elided=elided)
             self.log.write(f"[compact] prompt of {self.prompt_tokens} tokens: {elided} old tool outputs elided\n")
+        return elided
 
     def add_user(self, content: list[dict[str, Any]], event: str) -> None:
         message = {"role": "user", "content": content}
         self.messages.append(message)
         self.trajectory.append(event, turn=self.turns + 1, message=message)
+
+    def resume(self, conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Continue a stored conversation: tool calls it left unanswered (a limit ended the
+        session midway) get an error result, so the next user message is valid. Returns the
+        blocks the next user message starts with."""
+        self.messages = [dict(m) for m in conversation]
+        pending: list[dict[str, Any]] = []
+        if self.messages and self.messages[-1]["role"] == "user":
+            pending = list(self.messages.pop()["content"])
+        last = self.messages[-1] if self.messages else None
+        if last and last["role"] == "assistant":
+            answered = {b.get("tool_use_id") for b in pending if b.get("type") == "tool_result"}
+            pending += [{"type": "tool_result", "tool_use_id": b["id"], "is_error": True,
+                         "content": [{"type": "text", "text": UNANSWERED}]}
+                        for b in last["content"] if b["type"] == "tool_use" and b["id"] not in answered]
+        return pending
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -396,7 +473,14 @@ class Session:
         self.log.write(f"== {agent.name} ({agent.manifest.model}) {ctx.phase} {ctx.prev_version} -> {ctx.next_version}\n")
         try:
             client = agent.client(ctx, self.deadline)
-            self.add_user([{"type": "text", "text": first_message(ctx)}], "request")
+            stored = None
+            if ctx.phase == "fix" and agent.manifest.session == "resume":
+                stored = agent.conversations.get(ctx.session_id) or build_conversation(ctx)
+            opening = self.resume(stored) if stored else []
+            if stored:
+                self.trajectory.append("resume", messages=len(self.messages))
+                self.log.write(f"[resume] the Build conversation of {len(self.messages)} messages continues\n")
+            self.add_user([*opening, {"type": "text", "text": first_message(ctx, resumed=bool(stored))}], "request")
             with client:
                 return self.loop(client)
         except Exception as exc:  # the container died, a bug: recorded, and everything so far is kept
@@ -407,31 +491,33 @@ class Session:
         limits, options = self.ctx.limits, self.agent.options
         while True:
             if self.remaining() <= 0:
-                return self.end("wall_clock", "timed_out", f"the wall clock of {limits.wall_s} s passed")
+                return self.wall_clock("")
             if limits.turns is not None and self.turns >= limits.turns:
-                return self.end("turn_limit", detail=f"{self.turns} turns taken (limit {limits.turns})")
+                return self.end("limit", detail=f"{self.turns} turns taken (limit {limits.turns})", limit="turns")
             if limits.cost_usd is not None and self.cost_usd >= limits.cost_usd:
-                return self.end("cost_limit", detail=f"${self.cost_usd:.4f} spent (limit ${limits.cost_usd})")
+                return self.end("limit", detail=f"${self.cost_usd:.4f} spent (limit ${limits.cost_usd})",
+                                limit="cost_usd")
             self.compact()
             system, messages = self.request_messages()
-            try:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    response = client.messages.create(
-                        model=self.agent.manifest.model, max_tokens=options.max_tokens, system=system, tools=TOOLS,
-                        messages=messages, timeout=min(options.request_timeout_s, max(self.remaining(), 0.001)),
-                    )
-                self.note_warnings(caught)
-            except (WallClockPassed, anthropic.APITimeoutError) as exc:
-                if self.remaining() <= 0 or isinstance(exc, WallClockPassed):
-                    return self.end("wall_clock", "timed_out",
-                                    f"the wall clock of {limits.wall_s} s passed during a model call")
-                return self.api_error(exc)
-            except anthropic.APIError as exc:
-                if self.remaining() <= 0:
-                    return self.end("wall_clock", "timed_out",
-                                    f"the wall clock of {limits.wall_s} s passed during a model call ({exc})")
-                return self.api_error(exc)
+            if options.count_tokens:
+                fits = self.fits(client, system, messages)
+                if isinstance(fits, AgentOutcome):
+                    return fits
+                if not fits and self.compact(force=True):
+                    system, messages = self.request_messages()
+                    fits = self.fits(client, system, messages)
+                    if isinstance(fits, AgentOutcome):
+                        return fits
+                if not fits:
+                    return self.end("context_window", detail=(
+                        f"the prompt of {self.counted} tokens does not fit {options.context_window_tokens} tokens "
+                        f"less {options.max_tokens} for the reply, even with old tool outputs elided"))
+            response = self.call(client, "create", lambda: client.messages.create(
+                model=self.agent.manifest.model, max_tokens=options.max_tokens, system=system, tools=TOOLS,
+                messages=messages, timeout=min(options.request_timeout_s, max(self.remaining(), 0.001)),
+            ))
+            if isinstance(response, AgentOutcome):
+                return response
             self.turns += 1
             turn_usage = TokenUsage.of(response.usage)
             self.prompt_tokens = turn_usage.input_tokens + turn_usage.cache_read_tokens + turn_usage.cache_write_tokens
@@ -448,6 +534,12 @@ class Session:
             self.log_response(content, response.stop_reason, turn_cost)
 
             calls = [b for b in content if b["type"] == "tool_use"]
+            if calls and response.stop_reason == "max_tokens":
+                # The last call may be cut off mid-input: none of them is run.
+                self.log.write(f"[truncated] {len(calls)} tool call(s) of a reply cut off at max_tokens not run\n")
+                self.add_user([{"type": "tool_result", "tool_use_id": c["id"], "is_error": True,
+                                "content": [{"type": "text", "text": TRUNCATED}]} for c in calls], "truncated")
+                continue
             if calls:
                 results, stop = self.run_tools(calls)
                 if results:
@@ -483,6 +575,59 @@ class Session:
                 self.trajectory.append("warning", turn=self.turns + 1, category=item.category.__name__, message=message)
                 self.log.write(f"[warning] {message}\n")
 
+    def wall_clock(self, during: str) -> AgentOutcome:
+        return self.end("limit", "timed_out", f"the wall clock of {self.ctx.limits.wall_s} s passed{during}",
+                        limit="wall_s")
+
+    def fits(self, client: anthropic.Anthropic, system: Any, messages: list[dict[str, Any]]) -> bool | AgentOutcome:
+        """Whether the prompt and a full reply fit the context window (a free count_tokens call)."""
+        options = self.agent.options
+        counted = self.call(client, "count_tokens", lambda: client.messages.count_tokens(
+            model=self.agent.manifest.model, system=system, tools=TOOLS, messages=messages,
+        ))
+        if isinstance(counted, AgentOutcome):
+            return counted
+        self.counted = counted.input_tokens
+        return self.counted + options.max_tokens <= options.context_window_tokens
+
+    def call(self, client: anthropic.Anthropic, what: str, request: Any) -> Any:
+        """One API request with the SDK's retries, and on infrastructure errors (agents/triage.py)
+        retried with backoff for ``infra_retry_minutes``; an AgentOutcome when the phase ends."""
+        window = self.agent.options.infra_retry_minutes * 60
+        first_failure: float | None = None
+        delay = self.agent.options.infra_backoff_first_s
+        while True:
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    result = request()
+                self.note_warnings(caught)
+                return result
+            except (WallClockPassed, anthropic.APITimeoutError) as exc:
+                if self.remaining() <= 0 or isinstance(exc, WallClockPassed):
+                    return self.wall_clock(" during a model call")
+                failure = exc
+            except anthropic.APIError as exc:
+                if self.remaining() <= 0:
+                    return self.wall_clock(f" during a model call ({exc})")
+                failure = exc
+            detail = f"{type(failure).__name__}: {failure}"
+            signature = classify(f"{getattr(failure, 'status_code', '')} {detail}")
+            if signature is None:
+                return self.api_error(failure)
+            now = time.monotonic()
+            first_failure = first_failure if first_failure is not None else now
+            left = min(window - (now - first_failure), self.remaining())
+            self.trajectory.append("infra_error", turn=self.turns + 1, request=what, signature=signature.name,
+                                   error=detail, retry_in_s=round(min(delay, max(left, 0)), 3))
+            if left <= 0:
+                return self.end("infra", "infra_error", infra=signature.name, detail=(
+                    f"{signature.advice}; still failing after {now - first_failure:.0f} s of retries "
+                    f"(infra_retry_minutes {self.agent.options.infra_retry_minutes}): {detail}"))
+            self.log.write(f"[infra] {signature.name}: {detail[:300]}; retrying in {min(delay, left):.0f} s\n")
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, BACKOFF_MAX_S)
+
     def api_error(self, exc: Exception) -> AgentOutcome:
         detail = f"{type(exc).__name__}: {exc}"
         self.trajectory.append("error", turn=self.turns + 1, error=detail)
@@ -502,7 +647,7 @@ class Session:
                     "repetition", detail=f"the identical {call['name']} call {self.repeats} times in a row (not run)"
                 )
             if self.remaining() <= 0:
-                return results, self.end("wall_clock", "timed_out", f"the wall clock of {limits.wall_s} s passed")
+                return results, self.wall_clock("")
             timeout = min(limits.command_s, self.remaining())
             clock_bound = timeout < limits.command_s
             started = time.monotonic()
@@ -512,9 +657,7 @@ class Session:
             results.append({"type": "tool_result", "tool_use_id": call["id"],
                             "content": [{"type": "text", "text": result.text}], "is_error": result.is_error})
             if result.timed_out and clock_bound and self.remaining() <= 0:
-                return results, self.end(
-                    "wall_clock", "timed_out", f"the wall clock of {limits.wall_s} s passed during {call['name']}"
-                )
+                return results, self.wall_clock(f" during {call['name']}")
         return results, None
 
     # -- the readable log ----------------------------------------------------------------------

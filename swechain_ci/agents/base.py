@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -48,9 +49,11 @@ class Workspace:
 
     def run(
         self, argv: list[str], timeout_s: float, output_limit: int, log: Path | None = None,
-        env: dict[str, str] | None = None,
+        env: dict[str, str] | None = None, on_output: Callable[[bytes], bool] | None = None,
     ) -> CommandOutcome:
-        return self.container.run_command(argv, timeout_s, output_limit, log=log, env=env, workdir=CODE_DIR)
+        return self.container.run_command(
+            argv, timeout_s, output_limit, log=log, env=env, workdir=CODE_DIR, on_output=on_output
+        )
 
     def remove(self, path: str) -> None:
         self.container.remove_path(path)
@@ -73,6 +76,7 @@ class PhaseContext:
     chain: Chain
     log: Path
     session_id: str
+    cli_session: str | None = None  # Fix: the session id the CLI reported in Build, which it resumes
     limits: AgentLimits = field(default_factory=AgentLimits)
     secrets: dict[str, str] = field(default_factory=dict)
 

@@ -6,7 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from swechain_ci.agents.manifest import AgentManifest, agents_dir
+from swechain_ci.agents.manifest import AgentManifest
 from swechain_ci.chain import environments as environments_of
 from swechain_ci.chain import sources
 from swechain_ci.chain.definition import Chain
@@ -31,12 +31,14 @@ def ensure_agent_image(sandbox: DockerSandbox, chain: Chain, images: ChainImages
                 {"requirements.txt": req_file, "wheels": wheelhouse(pins, chain.config.python)}, {"AGENT_IMAGE": image},
             )
     if manifest.install.dockerfile:
-        own = agents_dir() / manifest.install.dockerfile
+        own = manifest.folder / manifest.install.dockerfile
         if not own.is_file():
             raise SwechainError(f"agent {manifest.name}: install.dockerfile {own} does not exist")
+        files = manifest.folder / "files"  # what the recipe may COPY: configs, deny lists
+        args = {"AGENT_IMAGE": image, **({"CLI_VERSION": manifest.cli_version} if manifest.cli_version else {})}
         # Agent recipes fetch their CLIs; where a registry is reachable, SWECHAIN_BUILD_NETWORK=default.
         image = build_cached(
-            sandbox, chain, f"agent-{manifest.name}", {}, {"AGENT_IMAGE": image}, recipe_path=own,
-            network=os.environ.get("SWECHAIN_BUILD_NETWORK", "none"),
+            sandbox, chain, f"agent-{manifest.name}", {"files": files} if files.is_dir() else {}, args,
+            recipe_path=own, network=os.environ.get("SWECHAIN_BUILD_NETWORK", "none"),
         )
     return image

@@ -12,13 +12,17 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from swechain_ci.agents.streams import PARSERS
 from swechain_ci.errors import SwechainError
 from swechain_ci.records import read_yaml_model
 from swechain_ci.settings import project_root
 
-PLACEHOLDERS = {"spec_file", "fix_report_file", "prompt_file", "code_dir", "session_id", "model", "phase", "step"}
+PLACEHOLDERS = {
+    "spec_file", "fix_report_file", "prompt_file", "code_dir", "session_id", "model", "phase", "step",
+    "reasoning_effort", "max_turns", "max_cost_usd", "cli_session",
+}
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
 
@@ -27,7 +31,7 @@ class Strict(BaseModel):
 
 
 class AgentLimits(Strict):
-    turns: int | None = Field(100, gt=0, description="model turns per phase (python agents)")
+    turns: int | None = Field(100, gt=0, description="model turns per phase")
     cost_usd: float | None = Field(10.0, gt=0, description="dollars per phase, from token usage")
     wall_s: int = Field(1800, gt=0, description="wall clock per phase; ends the whole process tree")
     command_s: int = Field(300, gt=0, description="one tool command (python agents)")
@@ -54,13 +58,17 @@ class AgentInstall(Strict):
 
     pip: list[str] = Field(default_factory=list, description="pip requirements, into /opt/agent-tools from a wheelhouse")
     dockerfile: str | None = Field(
-        None, description="a recipe of its own (FROM ${AGENT_IMAGE}), relative to the manifest; e.g. installs a CLI"
+        None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        description="a recipe of its own (FROM ${AGENT_IMAGE}) beside the manifest, e.g. installs a CLI; its build "
+        "context is the folder files/ beside it (build args AGENT_IMAGE and CLI_VERSION)",
     )
 
 
 class Commands(Strict):
     """Command templates; placeholders: {spec_file} {fix_report_file} {prompt_file} {code_dir}
-    {session_id} {model} {phase} {step}. A string runs under bash; a list runs as it is."""
+    {session_id} {model} {phase} {step} {reasoning_effort} {max_turns} {max_cost_usd} and
+    {cli_session} (the session id the CLI's Build stream reported; Fix only). A string runs
+    under bash; a list runs as it is."""
 
     build: str | list[str]
     fix: str | list[str]
@@ -82,6 +90,10 @@ class AgentManifest(Strict):
     kind: Literal["builtin", "cli", "python"]
     description: str = ""
     model: str | None = None
+    reasoning_effort: str | None = Field(None, description="the model's reasoning effort, as the CLI takes it")
+    cli_version: str | None = Field(None, description="the CLI's version, installed by install.dockerfile")
+    stream: str | None = Field(None, description=f"the CLI's JSON event stream, parsed live: {', '.join(PARSERS)}")
+    docs: dict[str, str] = Field(default_factory=dict, description="flag or event -> where its vendor documents it")
     builtin: Literal["oracle", "noop", "replay"] | None = None
     patches: str | None = Field(None, description="replay: folder of step-<n>.<phase>.patch files")
     entrypoint: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", description="python: module:Class")
@@ -93,6 +105,12 @@ class AgentManifest(Strict):
     limits: AgentLimits = Field(default_factory=AgentLimits)
     network: AgentNetwork = Field(default_factory=AgentNetwork)
     options: dict[str, Any] = Field(default_factory=dict, description="kind-specific settings")
+    _folder: Path | None = PrivateAttr(None)
+
+    @property
+    def folder(self) -> Path:
+        """Where the manifest lives (its Dockerfile is beside it): agents/ unless it was given as a path."""
+        return self._folder or agents_dir()
 
     @model_validator(mode="after")
     def _kind_fields(self) -> AgentManifest:
@@ -100,6 +118,8 @@ class AgentManifest(Strict):
         missing = [f for f in needed if getattr(self, f) is None]
         if missing:
             raise ValueError(f"kind {self.kind} needs {', '.join(missing)}")
+        if self.stream is not None and self.stream not in PARSERS:
+            raise ValueError(f"stream {self.stream!r} is not a known format: {', '.join(PARSERS)}")
         if self.builtin == "replay" and not self.patches:
             raise ValueError("builtin replay needs patches: a folder of step-<n>.<phase>.patch files")
         for name in self.env:
@@ -116,6 +136,7 @@ def parse_manifest(path: Path) -> AgentManifest:
     manifest = read_yaml_model(path, AgentManifest, "agent")
     if manifest.name != path.stem:
         raise SwechainError(f"{path}: field 'name': is '{manifest.name}' but the file is '{path.stem}.yaml'; make them equal")
+    manifest._folder = path.resolve().parent
     return manifest
 
 

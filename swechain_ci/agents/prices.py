@@ -65,6 +65,21 @@ class TokenUsage:
         }
 
 
+DATE_KEY = "as_of"
+
+
+def prices_date() -> str:
+    """When the list prices of ``prices.yaml`` were checked."""
+    return str((yaml.safe_load(PRICES_FILE.read_text()) or {}).get(DATE_KEY, "unknown"))
+
+
+def price_for(model: str | None, prices: dict[str, Price]) -> Price | None:
+    """The price of a model named as a CLI names it: ``claude-sonnet-4-5`` or ``anthropic/claude-sonnet-4-5``."""
+    if not model:
+        return None
+    return prices.get(model) or prices.get(model.rpartition("/")[2])
+
+
 def load_prices(overrides: dict[str, Any] | None = None, source: str = "options.prices") -> dict[str, Price]:
     """The price table of ``prices.yaml``, extended or overridden by ``overrides``."""
     table: dict[str, Price] = {}
@@ -72,6 +87,8 @@ def load_prices(overrides: dict[str, Any] | None = None, source: str = "options.
         if not isinstance(entries, dict):
             raise SwechainError(f"{origin}: expected a mapping of model -> {{input, output, cache_write, cache_read}}")
         for model, entry in entries.items():
+            if model == DATE_KEY:
+                continue
             try:
                 table[str(model)] = Price.model_validate(entry)
             except ValidationError as exc:

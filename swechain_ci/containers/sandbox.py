@@ -10,7 +10,7 @@ import io
 import tarfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +54,7 @@ class CommandOutcome:
     timed_out: bool
     truncated: bool
     output_bytes: int
+    stopped: bool = False  # ``on_output`` asked to end it (a limit); its processes were ended
 
 
 def hardening(limits: Limits) -> dict:
@@ -243,11 +244,14 @@ class AgentContainer:
     def run_command(
         self, command: list[str], timeout_s: float, output_limit: int, log: Path | None = None,
         env: dict[str, str] | None = None, workdir: str = "/app",
+        on_output: Callable[[bytes], bool] | None = None,
     ) -> CommandOutcome:
         """Run as the agent user with a wall-clock limit that ends the whole process tree.
 
         Output streams to ``log``; the returned (and recorded) output keeps at most
-        ``output_limit`` bytes, so a flood costs neither memory nor disk.
+        ``output_limit`` bytes, so a flood costs neither memory nor disk. ``on_output`` sees
+        every chunk as it arrives (kept or not); when it returns True, every agent process
+        is ended at once.
         """
         api = self.container.client.api
         exec_id = api.exec_create(
@@ -257,6 +261,7 @@ class AgentContainer:
         kept = bytearray()
         seen = 0
         done = threading.Event()
+        stopped = threading.Event()
 
         def pump() -> None:
             nonlocal seen
@@ -264,6 +269,9 @@ class AgentContainer:
             try:
                 for chunk in stream:
                     seen += len(chunk)
+                    if on_output and not stopped.is_set() and on_output(chunk):
+                        stopped.set()
+                        self.kill_agent_processes()
                     room = output_limit - len(kept)
                     if room > 0:
                         kept.extend(chunk[:room])
@@ -287,7 +295,7 @@ class AgentContainer:
         exit_code = None if timed_out or inspected.get("Running") else inspected.get("ExitCode")
         return CommandOutcome(
             exit_code=exit_code, output=bytes(kept).decode(errors="replace"), timed_out=timed_out,
-            truncated=seen > output_limit, output_bytes=seen,
+            truncated=seen > output_limit, output_bytes=seen, stopped=stopped.is_set(),
         )
 
     def kill_agent_processes(self) -> None:

@@ -52,7 +52,8 @@ def _resolve_changed(path_text: str) -> Path | None:
 
 
 def _changed_agents(files: list[str], manifests: dict[str, AgentManifest]) -> list[str]:
-    """The registered agents whose manifest, or a file a manifest uses (its Dockerfile), is among ``files``."""
+    """The registered agents whose manifest, or a file a manifest uses (its Dockerfile, or the
+    files/ its Dockerfile may copy), is among ``files``."""
     from swechain_ci.agents.manifest import agents_dir, parse_manifest
 
     folder = agents_dir().resolve()
@@ -66,6 +67,10 @@ def _changed_agents(files: list[str], manifests: dict[str, AgentManifest]) -> li
         path = _resolve_changed(text)
         if path is None:
             _note(f"note: {text} does not exist (deleted?): left out")
+            continue
+        if path.is_relative_to(folder / "files"):
+            for name in (n for n, m in manifests.items() if m.install.dockerfile and n not in chosen):
+                chosen.append(name)
             continue
         if path in uses:
             name = uses[path]
@@ -236,6 +241,8 @@ def status_for(run: RunRecord, card: Scorecard | None) -> tuple[str, str]:
             scores += f"; integrity flagged ({len(card.integrity.flags)}), not ranked"
     if run.status == "stopped":
         return state, f"stopped: {scores}; {run.stop_reason or 'no reason recorded'}"
+    if run.status == "paused":  # an infrastructure failure: not the agent's; resumable
+        return "error", f"paused: {scores}; {run.stop_reason or 'no reason recorded'}"
     if run.status == "running":
         return "pending", f"continues: {scores}"
     return state, scores
@@ -273,6 +280,10 @@ def continue_run(
     from swechain_ci.github.reporting import write_job_summary
 
     run = _run_record(run_dir)
+    if run.status == "paused":  # an infrastructure failure: retrying at once would meet it again
+        typer.echo(f"run {run.run_id} is paused by an infrastructure failure; not continued automatically: "
+                   f"dispatch {workflow} again with the same run id once the provider recovers")
+        return
     if run.status != "running":
         said = f"run {run.run_id} is {run.status}; nothing to continue"
     else:

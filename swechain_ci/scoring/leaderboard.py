@@ -31,7 +31,7 @@ from tabulate import tabulate
 
 from swechain_ci.errors import SwechainError
 from swechain_ci.markdown import cell, inline
-from swechain_ci.models import Metrics, Record, Scorecard
+from swechain_ci.models import Metrics, Record, Scorecard, Usage
 from swechain_ci.records import read_model, write_bytes, write_model, write_text
 from swechain_ci.specs.store import INTERFACE, split_level
 
@@ -71,6 +71,7 @@ class ChainResult(Strict):
     integrity: Literal["clean", "flagged", "cleared"] = "clean"
     flags: int = 0
     cost_usd: float | None
+    usage: Usage | None = Field(None, description="the agent's turns and tokens over the scored steps")
     scorecard: str = Field(description="path of the scorecard.json")
     oracle_hash: str | None = Field(None, description="the chain oracle the run was scored against")
 
@@ -95,6 +96,7 @@ class AgentRow(Strict):
     steps_total: int
     cost_usd: float | None = Field(description="total over the steps whose cost is known; null if none is")
     cost_steps: int = Field(description="steps whose cost is known")
+    usage: Usage | None = Field(None, description="turns and tokens summed over the chains, where reported")
     build: PhaseMeans
     build_fix: PhaseMeans
     ranking_build: PhaseMeans = Field(description="the means of the ranking figures (unscored steps as FN)")
@@ -189,8 +191,8 @@ def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) ->
                 build=card.build, build_fix=card.build_fix,
                 ranking_build=ranked.build if ranked else card.build,
                 ranking_build_fix=ranked.build_fix if ranked else card.build_fix,
-                integrity=card.integrity.status, flags=len(card.integrity.flags), cost_usd=cost, scorecard=str(path),
-                oracle_hash=card.oracle_hash,
+                integrity=card.integrity.status, flags=len(card.integrity.flags), cost_usd=cost, usage=card.usage,
+                scorecard=str(path), oracle_hash=card.oracle_hash,
             )
             if result.integrity == "flagged":
                 flagged.append(FlaggedRun(agent=agent, result=result))
@@ -205,6 +207,7 @@ def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) ->
             rank=0, agent=agent, chains=[r.chain for r in results],
             steps_scored=sum(r.steps_scored for r in results), steps_total=sum(r.steps_total for r in results),
             cost_usd=math.fsum(c for c, _ in costs if c is not None) if cost_steps else None, cost_steps=cost_steps,
+            usage=Usage.total([r.usage for r in results if r.usage is not None]),
             build=_phase([r.build for r in results]), build_fix=_phase([r.build_fix for r in results]),
             ranking_build=_phase([r.ranking_build for r in results]),
             ranking_build_fix=_phase([r.ranking_build_fix for r in results]),
@@ -235,9 +238,16 @@ def _cost_cell(row: AgentRow) -> str:
     return text if row.cost_steps == row.steps_scored else f"{text} ({row.cost_steps}/{row.steps_scored} steps)"
 
 
+def _usage_cells(usage: Usage | None) -> list[str]:
+    if usage is None or usage.input_tokens is None:
+        return ["" if usage is None or usage.turns is None else str(usage.turns), ""]
+    return ["" if usage.turns is None else str(usage.turns), f"{usage.input_tokens:,}/{usage.output_tokens or 0:,}"]
+
+
 def render_markdown(board: Leaderboard) -> str:
     headers = ["rank", "agent", "chains", "steps scored", "ranked B+F F1 %", "ranked B+F resolving %",
-               "B+F resolving %", "B+F precision %", "B+F F1 %", "B resolving %", "B precision %", "B F1 %", "cost $"]
+               "B+F resolving %", "B+F precision %", "B+F F1 %", "B resolving %", "B precision %", "B F1 %", "turns",
+               "tokens in/out", "cost $"]
     table = []
     for row in board.rows:
         n = len(row.chains)
@@ -247,7 +257,7 @@ def render_markdown(board: Leaderboard) -> str:
                       _cell(row.ranking_build_fix.f1, n), _cell(row.ranking_build_fix.resolving, n),
                       *(_cell(getattr(row.build_fix, m), n) for m in ("resolving", "precision", "f1")),
                       *(_cell(getattr(row.build, m), n) for m in ("resolving", "precision", "f1")),
-                      _cost_cell(row)])
+                      *_usage_cells(row.usage), _cost_cell(row)])
     per_chain = [[cell(row.agent, 80), cell(r.chain, 80), cell(r.spec_level, 40), cell(r.step_range, 40),
                   f"{r.steps_scored}/{r.steps_total}",
                   *(("n/a" if v is None else f"{100 * v:.1f}") for v in

@@ -7,7 +7,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from swechain_ci.markdown import cell, inline
-from swechain_ci.models import Integrity, Metrics, Scorecard
+from swechain_ci.models import Integrity, Metrics, Scorecard, Usage
 from swechain_ci.records import write_model, write_text
 
 
@@ -50,13 +50,32 @@ def ranking_line(card: Scorecard) -> list[str]:
     ]
 
 
+def tokens(value: int | None) -> str:
+    return "?" if value is None else f"{value:,}"
+
+
+def usage_cells(usage: Usage | None) -> list[str]:
+    """Turns, and tokens as input/output/cache (cache reads + writes); blank when not reported."""
+    if usage is None or usage.turns is None and usage.input_tokens is None:
+        return ["", ""]
+    cache = None if usage.cache_read_tokens is None else usage.cache_read_tokens + (usage.cache_write_tokens or 0)
+    shown = "" if usage.input_tokens is None else f"{tokens(usage.input_tokens)}/{tokens(usage.output_tokens)}/{tokens(cache)}"
+    return ["" if usage.turns is None else str(usage.turns), shown]
+
+
+def usage_sentence(usage: Usage | None) -> str:
+    turns, shown = usage_cells(usage)
+    return (f"; {turns} agent turns" if turns else "") + (f", tokens in/out/cache {shown}" if shown else "")
+
+
 def render(card: Scorecard) -> str:
     headers = ["step", "upgrade", "related", "fix", "agent",
                "B res%", "B prec%", "B F1%", "B TP/FN/FP",
-               "B+F res%", "B+F prec%", "B+F F1%", "B+F TP/FN/FP", "cost $"]
+               "B+F res%", "B+F prec%", "B+F F1%", "B+F TP/FN/FP", "turns", "tokens in/out/cache", "cost $"]
     rows = [
         [s.index, f"{cell(s.prev_version, 40)} → {cell(s.next_version, 40)}", s.upgrade_related,
          "yes" if s.fix_ran else "", cell(s.agent_status, 40), *metric_cells(s.build), *metric_cells(s.build_fix),
+         *usage_cells(s.usage),
          "" if s.cost_usd is None else f"{s.cost_usd:.2f}"]
         for s in card.steps
     ]
@@ -66,8 +85,10 @@ def render(card: Scorecard) -> str:
         "",
         f"Steps {inline(card.step_range, 40)}; specification level {inline(card.spec_level, 40)}; "
         f"{card.steps_scored} of {card.steps_total} steps scored"
-        + (f"; stopped: {inline(card.stop_reason, 300)}" if card.stop_reason else "")
-        + (f"; agent cost ${card.cost_usd:.2f}" if card.cost_usd is not None else "") + ".",
+        + (f"; {'paused' if card.status == 'paused' else 'stopped'}: {inline(card.stop_reason, 500)}"
+           if card.stop_reason else "")
+        + (f"; agent cost ${card.cost_usd:.2f}" if card.cost_usd is not None else "")
+        + usage_sentence(card.usage) + ".",
         "",
         *integrity_lines(card.integrity),
         tabulate(totals, headers=["", "phase", "resolving %", "precision %", "F1 %", "TP/FN/FP"], tablefmt="github"),

@@ -25,6 +25,7 @@ from swechain_ci.models import (
     StepRecord,
     StepScore,
     TestRun,
+    Usage,
 )
 from swechain_ci.scoring.integrity import Clearance, integrity_of, prev_for_scoring, run_flags
 
@@ -138,6 +139,7 @@ def score_step(step: StepRecord, flags: list[IntegrityFlag] | None = None) -> tu
         categories_build_fix=category_tally(final_categories),
         agent_status=final.agent.status,
         cost_usd=sum(costs) if costs else None,
+        usage=Usage.total([p.agent for p in phases]),
         wall_s=sum(p.agent.wall_s for p in phases),
         failure_modes_build=_modes(step.build.run, build_categories),
         failure_modes_build_fix=_modes(final.run, final_categories),
@@ -182,6 +184,8 @@ def scorecard(run: RunRecord, steps: list[StepRecord], clearance: Clearance | No
         build=chain_metrics(b for _, b, _ in scored),
         build_fix=chain_metrics(f for _, _, f in scored),
         cost_usd=sum(costs) if (costs := [s.cost_usd for s, _, _ in scored if s.cost_usd is not None]) else None,
+        usage=Usage.total([s.usage for s, _, _ in scored if s.usage is not None]),
+        status=run.status,
         steps=[s for s, _, _ in scored],
         oracle_hash=run.oracle_hash,
         failure_modes_build=_summed(s.failure_modes_build for s, _, _ in scored),
