@@ -221,14 +221,21 @@ def test_llm_summary_adds_a_cached_sentence_beside_the_counts(tmp_path, monkeypa
     assert '<td class="mode">6</td>' in html, "the counts stay"
 
 
-def test_integrity_status_is_shown_and_flagged_runs_stand_out(tmp_path):
-    board = board_of(tmp_path, "w49", {"clean-agent": (0.5, 0.5), "flagged-agent": (0.9, 0.9), "old-agent": (0.1, 0.5)})
-    statuses = {"clean-agent": "clean", "flagged-agent": "flagged", "old-agent": None}
-    for row in board.rows:
-        row.results[0].integrity = statuses[row.agent]
+def test_flagged_runs_are_listed_apart_with_their_flags_and_run_pages(tmp_path):
+    from swechain_ci.models import Integrity, IntegrityFlag
+
+    runs = tmp_path / "runs"
+    make_run(runs, "honest", "toy", ["replay-step1"])
+    flagged = make_run(runs, "sneaky", "toy", ["replay-step1"])
+    card = read_model(flagged / "scorecard.json", Scorecard)
+    card.integrity = Integrity(status="flagged", flags=[IntegrityFlag(kind="skipped_on_candidate", detail=HOSTILE, step=1)])
+    write_model(flagged / "scorecard.json", card)
+    board = build_leaderboard([runs])
+    assert [row.agent for row in board.rows] == ["honest"] and [f.agent for f in board.flagged] == ["sneaky"]
     build_site(tmp_path / "site", board, [], "2026-W49")
-    html = (tmp_path / "site" / "index.html").read_text()
-    rows = {agent: row for agent, row in re.findall(r'<span class="agent">([^<]+)</span>(.*?)</tr>', html, re.S)}
-    assert 'class="integrity flagged"' in rows["flagged-agent"]
-    assert 'class="integrity clean"' in rows["clean-agent"]
-    assert "not recorded" in rows["old-agent"]
+    index = (tmp_path / "site" / "index.html").read_text()
+    ranked, listed = index.split('class="flagged-runs"')
+    assert "sneaky" not in ranked and 'class="integrity clean"' in ranked
+    assert 'class="integrity flagged"' in listed and run_page_name("sneaky", "toy") in listed
+    page = (tmp_path / "site" / run_page_name("sneaky", "toy")).read_text()
+    assert "skipped_on_candidate" in page and "&lt;script&gt;" in page and "<script" not in page

@@ -79,7 +79,6 @@ class RunView:
     page: str
     steps: list[StepView]
     plot: str = ""
-    integrity: str | None = None
 
 
 def _copy_bounded(source: Path, target: Path) -> None:
@@ -145,8 +144,7 @@ def load_run(folder: Path, card: Scorecard, site: Path, summarize: Callable[[Ste
         Series("cumulative resolving (Build+Fix)", [s.cumulative_resolving for s in steps]),
         Series("passing rate (Build+Fix)", [s.passing for s in steps]),
     ], css_class="plot trajectory")
-    integrity = getattr(getattr(card, "integrity", None), "status", None)
-    return RunView(run=run, card=card, folder=folder, page=page, steps=steps, plot=plot, integrity=integrity)
+    return RunView(run=run, card=card, folder=folder, page=page, steps=steps, plot=plot)
 
 
 # -- trend ----------------------------------------------------------------------------------------
@@ -207,12 +205,13 @@ def build_site(output: Path, board: Leaderboard, history: Sequence[tuple[str, Le
         raise SwechainError(f"{output} is not empty: give a new folder for the site (it is rebuilt whole)")
     env = _environment()
     runs: dict[tuple[str, str], RunView] = {}
-    for row in board.rows:
-        for result in row.results:
-            folder = Path(result.scorecard).parent
-            if (folder / "run.json").is_file():
-                card = read_model(Path(result.scorecard), Scorecard)
-                runs[(row.agent, result.chain)] = load_run(folder, card, output, summarize)
+    shown = [(row.agent, result) for row in board.rows for result in row.results]
+    shown += [(flagged.agent, flagged.result) for flagged in board.flagged]
+    for agent, result in shown:
+        folder = Path(result.scorecard).parent
+        if (folder / "run.json").is_file():
+            card = read_model(Path(result.scorecard), Scorecard)
+            runs[(agent, result.chain)] = load_run(folder, card, output, summarize)
     if not history or history[-1][0] != week:
         history = [*history, (week, board)]
     chains = _chains(board)
