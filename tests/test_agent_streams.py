@@ -183,3 +183,72 @@ def test_a_changed_config_file_selects_the_agents_whose_recipes_may_copy_it():
     result = run_cli("matrix", "--changed-manifests", "agents/files/claude-settings.json", "--chains", "toy")
     assert result.returncode == 0, result.stderr
     assert [row["agent"] for row in json.loads(result.stdout)["include"]] == ["claude-code", "codex", "opencode"]
+
+
+# -- CliAgent's outcome from what the container reported (a workspace that replays output) -------
+
+
+class ReplayWorkspace:
+    """Plays recorded output through the live parse as the container would; ``stop`` the
+    command when ``on_output`` asks, as AgentContainer.run_command does (by ending it)."""
+
+    def __init__(self, chunks: list[bytes], exit_code: int) -> None:
+        self.chunks, self.exit_code = chunks, exit_code
+
+    def run(self, argv, timeout_s, output_limit, log=None, env=None, on_output=None):
+        from swechain_ci.containers.sandbox import CommandOutcome
+
+        seen = b""
+        for chunk in self.chunks:
+            seen += chunk
+            if on_output and on_output(chunk):
+                return CommandOutcome(exit_code=137, output=seen.decode(), timed_out=False, truncated=False,
+                                      output_bytes=len(seen), stopped=True)
+        return CommandOutcome(exit_code=self.exit_code, output=seen.decode(), timed_out=False, truncated=False,
+                              output_bytes=len(seen))
+
+
+def cli_outcome(tmp_path, name: str, chunks: list[bytes], exit_code: int = 0, **limits):
+    from swechain_ci.agents.base import PhaseContext
+    from swechain_ci.agents.cli import CliAgent
+    from swechain_ci.agents.manifest import AgentLimits
+
+    manifest = parse_manifest(REPO / "agents" / f"{name}.yaml")
+    ctx = PhaseContext(phase="build", step_index=1, prev_version="0.1.0", next_version="0.2.0", spec="", fix_report=None,
+                       prompt="", workspace=ReplayWorkspace(chunks, exit_code), chain=None, log=tmp_path / "agent.log",
+                       session_id="s", limits=AgentLimits(**limits))
+    return CliAgent(manifest).run(ctx)
+
+
+def test_the_live_parse_ends_a_cli_past_its_turn_limit(tmp_path):
+    step = (STREAMS / "opencode-json.jsonl").read_text().splitlines()[-1].encode() + b"\n"
+    outcome = cli_outcome(tmp_path, "opencode", [step] * 10, turns=3)
+    assert (outcome.status, outcome.ended_by, outcome.limit, outcome.turns) == ("ok", "limit", "turns", 4)
+    assert "4 turns taken (limit 3)" in outcome.detail
+
+
+def test_a_cli_stopped_by_its_own_budget_flag_is_ended_by_limit(tmp_path):
+    result = b'{"type":"result","subtype":"error_max_budget_usd","is_error":true,"num_turns":3,"total_cost_usd":2.01}\n'
+    outcome = cli_outcome(tmp_path, "claude-code", [result], exit_code=1)
+    assert (outcome.status, outcome.ended_by, outcome.limit, outcome.cost_usd) == ("ok", "limit", "cost_usd", 2.01)
+
+
+@pytest.mark.parametrize(("name", "output", "status", "infra"), [
+    ("codex", b'{"type":"turn.failed","error":{"message":"exceeded retry limit, last status: 429 Too Many Requests"}}\n',
+     "infra_error", "rate_limited"),
+    ("opencode", b'{"type":"error","sessionID":"ses_1","error":{"name":"APIError","data":{"message":"Overloaded",'
+                 b'"statusCode":529}}}\n', "infra_error", "overloaded"),
+    ("codex", b"Error: tunneling socket could not be established, cause=connect ECONNREFUSED 172.18.0.2:3128\n",
+     "infra_error", "egress_proxy"),
+    ("codex", b"Traceback (most recent call last):\nKeyError: 'x'\n", "crashed", None),
+])
+def test_a_failed_cli_is_triaged(tmp_path, name, output, status, infra):
+    outcome = cli_outcome(tmp_path, name, [output], exit_code=1)
+    assert (outcome.status, outcome.infra) == (status, infra)
+
+
+def test_a_recovered_error_event_does_not_fail_a_cli_that_exits_0(tmp_path):
+    lines = [b'{"type":"error","message":"Reconnecting... 1/5 (stream disconnected before completion)"}\n',
+             *(STREAMS / "codex-json.jsonl").read_bytes().splitlines(keepends=True)]
+    outcome = cli_outcome(tmp_path, "codex", lines)
+    assert (outcome.status, outcome.ended_by, outcome.turns, outcome.cost_source) == ("ok", "exit", 1, "prices")
