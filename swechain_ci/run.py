@@ -49,6 +49,7 @@ from swechain_ci.containers.sandbox import DockerSandbox, single_file_tar
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation import oracle as oracles
 from swechain_ci.evaluation.background import in_background
+from swechain_ci.evaluation.change_scan import flag_run
 from swechain_ci.evaluation.evaluate import evaluate
 from swechain_ci.evaluation.outcomes import (
     has_execution_error,
@@ -369,7 +370,8 @@ class ChainRun:
             runs[agent.code_sha256] = evaluate(
                 self.sandbox, self.chain, self.images.versions[step.next_version], code, self.labels
             )
-        run = runs[agent.code_sha256]
+        gold = sources.materialize(self.chain, step.prev_version).code
+        run = flag_run(runs[agent.code_sha256], gold, code, self.chain.config.test_folder, step.index, name)
         outcomes = resolve(run, step.new_gold)
         universe = scored_universe(step.new_gold, [*step.flaky, *step.needs_network])
         categories = categorize(step.upgrade_related, universe, prev_outcomes, outcomes)

@@ -203,3 +203,22 @@ def test_execution_error_report_carries_no_pass_counts():
     )
     report = build_report(run)
     assert "41 passed" not in report
+
+
+def test_every_part_of_the_report_is_bounded_so_no_test_file_rides_along():
+    """A hidden test file's text in any field the run carries never reaches the agent whole."""
+    leaked = "SECRET_TEST_SOURCE " * 2000
+    run = HiddenRun(
+        statuses={f"tests/t.py::t{i}": E for i in range(30)},
+        error_messages={f"tests/t.py::t{i}": f"{i} {leaked}" for i in range(30)},
+        collection_errors={"tests/a.py": leaked, "tests/b.py": leaked + "x"},
+        failed_imports=[FailedImport(test_file="tests/t.py", module=f"m{i}{leaked}", names=[leaked], error=leaked)
+                        for i in range(100)],
+        execution_error=leaked,
+        output_tail=leaked,
+    )
+    report = build_report(run)
+    lines = report.splitlines()
+    assert max(len(line) for line in lines) <= 2000
+    assert sum(line.startswith("- `from") for line in lines) == 50
+    assert len(report) < 2000 * 2 + 500 + 50 * 700 + 20 * 700 + 1000

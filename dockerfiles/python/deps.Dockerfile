@@ -11,10 +11,11 @@ COPY wheels /tmp/swechain/wheels
 RUN python3 -m venv /opt/venv \
  && /opt/venv/bin/pip install --no-index --no-deps --find-links /tmp/swechain/wheels -r /tmp/swechain/requirements.txt \
  && rm -rf /tmp/swechain
-# agent: the user agents work as; runner: the user hidden tests run as.
+# agent: the user agents work as; runner: the user hidden tests run as. /work and /out are
+# root's: the eval supervisor (root) writes results there, where the runner cannot.
 RUN (useradd --create-home --uid 1000 agent || echo 'agent:x:1000:1000::/home/agent:/bin/sh' >> /etc/passwd) \
  && (useradd --create-home --uid 1001 runner || echo 'runner:x:1001:1001::/home/runner:/bin/sh' >> /etc/passwd) \
- && mkdir -p /work /out /app && chown 1001:1001 /work /out && chown 1000:1000 /app
+ && mkdir -p /work /out /app && chown 1000:1000 /app
 ENV PATH=/opt/venv/bin:/usr/local/bin:/usr/bin:/bin \
     PYTHONDONTWRITEBYTECODE=1 \
     LANG=C.UTF-8

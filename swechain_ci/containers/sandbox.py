@@ -27,6 +27,9 @@ RUNNER_UID = 1001
 AGENT_UID = 1000
 # What the host reads of one evaluation's output folder, all files together.
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024
+# What the eval supervisor, root in its container, keeps: starting the tests as the runner,
+# giving the runner its scratch folder, ending the runner's processes. Nothing else.
+SUPERVISOR_CAPABILITIES = ["SETUID", "SETGID", "CHOWN", "KILL"]
 LOG_CONFIG = LogConfig(type=LogConfig.types.JSON, config={"max-size": "10m", "max-file": "1"})
 
 
@@ -180,12 +183,15 @@ class DockerSandbox:
         timeout_s: float,
         labels: dict[str, str],
         network: str = "none",
+        user: str = str(RUNNER_UID),
+        capabilities: list[str] | None = None,
     ) -> ContainerResult:
         """A fresh container: copy archives in, run, kill at the time limit, copy ``collect`` out.
         ``network`` is ``none`` but for the operator's opt-in network probe of gold code."""
         container = self.client.containers.create(
-            image, command, user=str(RUNNER_UID), working_dir="/work", labels={LABEL: "eval", **labels},
-            tmpfs={"/tmp": "rw,nosuid,nodev,size=1g,mode=1777"}, **{**hardening(limits), "network_mode": network},
+            image, command, user=user, working_dir="/work", labels={LABEL: "eval", **labels},
+            tmpfs={"/tmp": "rw,nosuid,nodev,size=1g,mode=1777"}, cap_add=capabilities or None,
+            **{**hardening(limits), "network_mode": network},
         )
         try:
             for destination, archive in archives:

@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from swechain_ci.chain import trees
 from swechain_ci.chain.definition import Chain
 from swechain_ci.containers.runner import run_limits, runner_size, test_workers
-from swechain_ci.containers.sandbox import RUNNER_UID, DockerSandbox, single_file_tar
-from swechain_ci.models import BROKEN, FailedImport, Status, TestRun
+from swechain_ci.containers.sandbox import SUPERVISOR_CAPABILITIES, DockerSandbox, single_file_tar
+from swechain_ci.models import BROKEN, FailedImport, IntegrityFlag, Status, TestRun
 from swechain_ci.records import write_bytes
 
 # pytest exit codes: 0 all passed, 1 some failed, 5 nothing collected.
@@ -30,6 +32,7 @@ def evaluate(
     config = chain.config
     size = runner_size()
     settings = {
+        "import_name": config.import_name,
         "test_folder": config.test_folder,
         "source_root": config.source_root,
         "protected": config.protected_files,
@@ -40,13 +43,14 @@ def evaluate(
         "run_timeout_s": config.timeouts.run_s,
         "workers": test_workers(chain, size),
     }
+    # Root's files: the supervisor (root) reads them, the runner gets only what it assembles.
     archives = [
-        ("/work", trees.pack(code, "candidate", uid=RUNNER_UID, gid=RUNNER_UID)),
-        ("/work", single_file_tar("eval.json", json.dumps(settings).encode(), RUNNER_UID)),
+        ("/work", trees.pack(code, "candidate", uid=0, gid=0)),
+        ("/work", single_file_tar("eval.json", json.dumps(settings).encode(), 0)),
     ]
     result = sandbox.run_once(
         image,
-        ["/opt/venv/bin/python", "/opt/swechain/harness/run_hidden_tests.py"],
+        ["/opt/venv/bin/python", "-I", "/opt/swechain/harness/run_hidden_tests.py"],
         archives,
         collect="/out",
         limits=run_limits(chain, size),
@@ -54,6 +58,8 @@ def evaluate(
         timeout_s=config.timeouts.run_s + 60,
         labels=labels,
         network=network,
+        user="0",
+        capabilities=SUPERVISOR_CAPABILITIES,
     )
     if log is not None:
         write_bytes(log, result.files.get("output.log") or result.logs_tail.encode())
@@ -85,6 +91,17 @@ def jsonl(raw: bytes | None) -> list[dict]:
         except json.JSONDecodeError:
             continue  # a line cut short by a kill
     return lines
+
+
+def integrity_flags(raw) -> list[IntegrityFlag]:
+    """The supervisor's findings; one it could not have written is dropped."""
+    flags = []
+    for item in raw if isinstance(raw, list) else []:
+        try:
+            flags.append(IntegrityFlag.model_validate(item))
+        except ValidationError:
+            continue
+    return flags
 
 
 def stage_status(outcome: str | None, stages: dict[str, str | None], xfail: bool) -> Status:
@@ -142,6 +159,7 @@ def parse(files: dict[str, bytes], container_exit: int | None, host_timed_out: b
     base = dict(
         exit_code=exit_code, timed_out=timed_out, failed_imports=failed_imports,
         duration_s=result.get("duration_s", 0.0), output_tail=output_tail,
+        integrity_flags=integrity_flags(result.get("integrity_flags")),
     )
     if "report.json" not in files:
         if timed_out:

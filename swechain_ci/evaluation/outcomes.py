@@ -42,12 +42,19 @@ def resolve(run: TestRun, tests: Iterable[str]) -> dict[str, Status]:
     return resolved
 
 
+# Flags saying the run's results were forged, not observed: no Fix for those.
+FORGERY_FLAGS = frozenset({"result_stream"})
+
+
 def has_execution_error(run: TestRun, outcomes: dict[str, Status]) -> bool:
     """Whether a hidden check warrants the one Fix attempt (SEMANTICS.md, protocol 4).
 
     A collection error, a failed import in a test module, or at least one test
-    with status error. Plain assertion failures never do.
+    with status error. Plain assertion failures never do, nor results the
+    supervisor found forged (every test counts as error, but nothing ran wrong).
     """
+    if any(flag.kind in FORGERY_FLAGS for flag in run.integrity_flags):
+        return False
     return bool(
         run.execution_error
         or run.collection_errors

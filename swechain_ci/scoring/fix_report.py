@@ -13,6 +13,11 @@ from swechain_ci.models import Status, TestRun
 
 COLLECTION_TAIL_CHARS = 2000
 MAX_MESSAGES = 20
+# Every other part is bounded too, so that no hidden test file can ride along in one.
+MESSAGE_CHARS = 600
+EXECUTION_ERROR_CHARS = 500
+MAX_FAILED_IMPORTS = 50
+FAILED_IMPORT_CHARS = 300
 # Line numbers go first, so that a temp path ending in "file.py:12" still loses its number.
 NORMALISERS = [
     (re.compile(r"0x[0-9a-fA-F]+"), "0x…"),
@@ -39,7 +44,7 @@ def error_messages(run: TestRun) -> list[str]:
     for test, status in run.statuses.items():
         if status != Status.error:
             continue
-        message = normalise(run.error_messages.get(test, ""))
+        message = normalise(run.error_messages.get(test, "")[:MESSAGE_CHARS])
         if message and message not in distinct:
             distinct.append(message)
         if len(distinct) == MAX_MESSAGES:
@@ -52,7 +57,7 @@ def build_report(run: TestRun) -> str:
                 "Your change was checked against hidden tests, which hit execution-level errors.",
                 "Fix them. This is your only fix attempt.", ""]
     if run.execution_error:
-        sections += ["## The test run itself failed", "", normalise(run.execution_error), ""]
+        sections += ["## The test run itself failed", "", normalise(run.execution_error[:EXECUTION_ERROR_CHARS]), ""]
         if run.output_tail:
             tail = without_counts(run.output_tail)[-COLLECTION_TAIL_CHARS:]
             sections += ["```", normalise(tail), "```", ""]
@@ -66,8 +71,9 @@ def build_report(run: TestRun) -> str:
         sections += ["## Failed imports in test modules", ""]
         seen = []
         for failed in run.failed_imports:
-            line = f"- `from {failed.module} import {', '.join(failed.names)}`: {normalise(failed.error)}"
-            if line not in seen:
+            statement = f"from {failed.module} import {', '.join(failed.names)}"[:FAILED_IMPORT_CHARS]
+            line = f"- `{statement}`: {normalise(failed.error[:FAILED_IMPORT_CHARS])}"
+            if line not in seen and len(seen) < MAX_FAILED_IMPORTS:
                 seen.append(line)
         sections += seen + [""]
     messages = error_messages(run)

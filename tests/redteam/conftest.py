@@ -99,10 +99,12 @@ def patches_from(build: Change, fix: Change | None, scratch: Path) -> dict[str, 
 
 def repo_state() -> str:
     """What a write outside the run folder would change in the project checkout."""
-    return subprocess.run(
+    listed = subprocess.run(
         ["git", "status", "--porcelain", "--ignored", "--untracked-files=all"],
         cwd=REPO, capture_output=True, text=True,
-    ).stdout
+    ).stdout.splitlines()
+    # Python's and pytest's own caches appear as the test session imports and runs.
+    return "\n".join(line for line in listed if not any(c in line for c in ("__pycache__", ".pytest_cache")))
 
 
 @pytest.fixture

@@ -1,17 +1,25 @@
 """Run a target version's hidden tests against a candidate codebase, inside a container.
 
-Reads /work/eval.json, assembles /work/run from the candidate and the target's
-hidden tests and protected files (baked into the image), runs pytest and
-leaves its observations in /out. Stdlib only: it runs in the image's venv.
+This is the supervisor. It runs as root with only the capabilities to start the
+tests as another user (runner), chown that user's scratch folder and end its
+processes. It reads /work/eval.json, assembles /work/run (root's, read-only for
+the runner) from the candidate and the target's hidden tests and protected files
+(baked into the image), starts pytest as the runner through ``launch_pytest.py``,
+and reads what the guard plugin observes from a pipe it owns. It alone writes
+/out, which the runner cannot write; the host reads /out. Stdlib only.
 """
 
 from __future__ import annotations
 
 import configparser
 import fnmatch
+import importlib.machinery
 import json
 import os
+import pkgutil
 import re
+import secrets
+import selectors
 import shlex
 import shutil
 import signal
@@ -19,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 try:
@@ -30,10 +39,24 @@ CANDIDATE = Path("/work/candidate")
 RUN = Path("/work/run")
 TARGET = Path("/opt/swechain/version")
 OUT = Path("/out")
+TRUSTED = Path("/work/trusted.json")
 HARNESS = Path(__file__).resolve().parent
+RUNNER_UID = 1001
+# The user code under test runs as: the runner in a container (main sets it); unchanged on a host.
+run_as: int | None = None
 OUTPUT_TAIL_BYTES = 64 * 1024
 MAX_FILE_BYTES = 512 * 1024 * 1024
-STARTUP_FILES = {"sitecustomize.py", "usercustomize.py"}
+# Every config file name pytest accepts, in its order of preference (_pytest/config/findpaths.py).
+CONFIG_NAMES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+STARTUP_HOOKS = {"sitecustomize", "usercustomize"}
+IMPORTABLE_SUFFIXES = tuple(importlib.machinery.all_suffixes())
+# Bounds on what the guard may send: one line, failed imports and their fields, flags.
+MAX_LINE_BYTES = 64 * 1024
+MAX_IMPORTS = 200
+MAX_FLAGS = 50
+IMPORT_TEXT_CHARS = 300
+# Silence outside any test, at the time limit, that only a hang in code around pytest explains.
+STALL_S = 10.0
 
 
 def relative_files(root: Path):
@@ -44,22 +67,69 @@ def relative_files(root: Path):
             yield PurePosixPath((base / name).relative_to(root).as_posix())
 
 
+def module_stem(name: str) -> str:
+    return name.split(".", 1)[0]
+
+
 def candidate_may_supply(rel: PurePosixPath, test_folder: PurePosixPath, protected: set[str]) -> bool:
     """Tests, conftest files, pytest configs and interpreter start-up hooks come from the target."""
     if rel == test_folder or test_folder in rel.parents:
         return False
-    if rel.name == "conftest.py" or rel.name in STARTUP_FILES or rel.suffix == ".pth":
+    if rel.name == "conftest.py" or rel.name in CONFIG_NAMES or rel.suffix == ".pth":
         return False
+    if any(module_stem(part) in STARTUP_HOOKS for part in rel.parts):
+        return False  # a file, or a package directory, named like a start-up hook
     return not any(fnmatch.fnmatch(str(rel), pattern) for pattern in protected)
 
 
-def assemble(settings: dict) -> None:
+def installed_names() -> set[str]:
+    """Top-level names the image provides: the standard library, site-packages, the harness."""
+    names = set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)  # before 3.10: the standard library folders on sys.path list it below
+    names |= {module_stem(p.name) for p in HARNESS.iterdir() if p.suffix == ".py"}
+    for entry in sys.path:
+        if not entry or not os.path.isdir(entry):
+            continue
+        names |= {m.name for m in pkgutil.iter_modules([entry])}
+        names |= {d for d in os.listdir(entry) if d.isidentifier() and os.path.isdir(os.path.join(entry, d))}
+    return names
+
+
+def shadowing(rel: PurePosixPath, import_roots: list[PurePosixPath], installed: set[str], own: str) -> str | None:
+    """The installed top-level name ``rel`` would stand in for, imported from one of ``import_roots``."""
+    for root in import_roots:
+        if root != PurePosixPath(".") and root not in rel.parents:
+            continue
+        top = rel.relative_to(root).parts
+        if len(top) == 1 and not top[0].endswith(IMPORTABLE_SUFFIXES):
+            continue
+        name = module_stem(top[0])
+        if name in installed and name != own:
+            return name
+    return None
+
+
+@dataclass
+class Assembly:
+    flags: list[dict] = field(default_factory=list)
+    hidden_files: set[str] = field(default_factory=set)
+
+
+def assemble(settings: dict) -> Assembly:
     test_folder = PurePosixPath(settings["test_folder"])
     protected = set(settings["protected"])
     protected |= {str(p) for p in relative_files(TARGET / "protected")}
+    import_roots = [PurePosixPath("."), PurePosixPath(settings["source_root"])]
+    installed = installed_names()
+    assembly = Assembly()
     RUN.mkdir(parents=True, exist_ok=True)
     for rel in relative_files(CANDIDATE):
         if not candidate_may_supply(rel, test_folder, protected):
+            continue
+        if name := shadowing(rel, import_roots, installed, settings["import_name"]):
+            assembly.flags.append({
+                "kind": "shadowing_file", "location": str(rel),
+                "detail": f"{str(rel)[:200]} would stand in for the installed module {name}; left out of the run",
+            })
             continue
         src, dst = CANDIDATE / rel, RUN / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -69,10 +139,20 @@ def assemble(settings: dict) -> None:
             shutil.copyfile(src, dst)
     for layer in ("protected", "hidden"):
         shutil.copytree(TARGET / layer, RUN, symlinks=True, dirs_exist_ok=True)
+        assembly.hidden_files |= {str(p) for p in relative_files(TARGET / layer)}
+    TRUSTED.write_text(json.dumps(sorted(assembly.hidden_files)))
+    return assembly
 
 
 def find_config() -> tuple[Path | None, dict]:
     """The config file pytest would use in /work/run, and its ini options."""
+    for name in ("pytest.toml", ".pytest.toml"):
+        path = RUN / name
+        if path.is_file():
+            try:
+                return path, tomllib.loads(path.read_text()).get("pytest", {})
+            except tomllib.TOMLDecodeError:
+                return path, {}
     for name in ("pytest.ini", ".pytest.ini"):
         path = RUN / name
         if path.is_file():
@@ -109,12 +189,18 @@ def as_lines(value: str | list) -> list[str]:
     return [line.strip() for line in lines if line.strip()]
 
 
-def unresolvable_warning_filters(filters: list[str], env: dict) -> list[str]:
+def as_runner() -> dict:
+    """Popen options that start a process as the user code under test runs as."""
+    return {} if run_as is None else {"user": run_as, "group": run_as, "extra_groups": []}
+
+
+def unresolvable_warning_filters(filters: list[str], env: dict, code_paths: list[str]) -> list[str]:
     """Warning filters naming a category the candidate's code does not define.
 
     pytest refuses to start on such a filter, which would turn a missing class
     into a failure of every test; like a missing name in a test module, it
-    costs only what it touches: the filter is dropped.
+    costs only what it touches: the filter is dropped. The probe imports the
+    candidate's code, so it runs as the runner, isolated like pytest.
     """
     categories = {}
     for line in filters:
@@ -126,6 +212,7 @@ def unresolvable_warning_filters(filters: list[str], env: dict) -> list[str]:
         return []
     probe = (
         "import importlib, json, sys\n"
+        "sys.path += json.loads(sys.argv[2])\n"
         "missing = []\n"
         "for line, category in json.loads(sys.argv[1]).items():\n"
         "    module, _, name = category.rpartition('.')\n"
@@ -137,11 +224,12 @@ def unresolvable_warning_filters(filters: list[str], env: dict) -> list[str]:
     )
     try:
         done = subprocess.run(
-            [sys.executable, "-c", probe, json.dumps(categories)], cwd=RUN, env=env,
-            capture_output=True, text=True, timeout=60,
+            [sys.executable, "-I", "-c", probe, json.dumps(categories), json.dumps(code_paths)], cwd=RUN, env=env,
+            capture_output=True, text=True, timeout=60, **as_runner(),
         )
-        return json.loads(done.stdout.strip().splitlines()[-1])
-    except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError):
+        missing = json.loads(done.stdout.strip().splitlines()[-1])
+        return [line for line in missing if line in categories]
+    except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError, TypeError):
         return list(categories)
 
 
@@ -164,7 +252,6 @@ def limit_output_files() -> None:
     import resource
 
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
-    os.setsid()
 
 
 def rename_sections(renames: list[dict]) -> None:
@@ -188,41 +275,244 @@ def files_in(report: dict) -> set[str]:
     return {i.split("::")[0] for i in ids}
 
 
-class Pytest:
-    """Runs pytest in /work/run, each run against the one deadline of the whole evaluation."""
+def bounded(value, chars: int) -> str:
+    return value[:chars] if isinstance(value, str) else ""
 
-    def __init__(self, settings: dict, base_command: list[str], env: dict, deadline: float) -> None:
-        self.settings, self.base_command, self.env, self.deadline = settings, base_command, env, deadline
+
+class StreamCheck:
+    """The guard's lines, checked against the order a real session produces them in.
+
+    collecting (failed imports, failed collectors) -> collected -> per test: begin, its
+    stages, teardown -> finish. Anything else (a line without the token, a test before
+    collection ended, a test that did not begin, lines after the end) is a violation:
+    the stream is not the session's, whoever wrote it.
+    """
+
+    def __init__(self, token: str, allowed_test_files: set[str], parallel: bool = False) -> None:
+        self.token, self.allowed_test_files, self.parallel = token, allowed_test_files, parallel
+        self.pending = b""
+        self.state = "collecting"
+        self.running: set[str] = set()
+        self.tests: dict[str, dict[str, dict]] = {}
+        self.complete: list[str] = []
+        self.collectors: dict[str, str] = {}
+        self.imports: list[dict] = []
+        self.flags: list[dict] = []
+        self.violation: str | None = None
+        self.collected = self.deselected = 0
+        self.exitstatus: int | None = None
+        self.last_line_at = time.monotonic()
+
+    def feed(self, data: bytes) -> None:
+        self.last_line_at = time.monotonic()
+        self.pending += data
+        *lines, self.pending = self.pending.split(b"\n")
+        if len(self.pending) > MAX_LINE_BYTES:
+            self.violate("a stream line over the size limit")
+            self.pending = b""
+        for line in lines:
+            if self.violation is None:
+                self.line(line)
+
+    def violate(self, reason: str) -> None:
+        self.violation = self.violation or reason
+
+    def line(self, raw: bytes) -> None:
+        try:
+            record = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return self.violate("a stream line that is not JSON")
+        if not isinstance(record, dict) or record.get("k") != self.token:
+            return self.violate("a stream line the harness did not write")
+        kind = record.get("t")
+        if self.state == "finished":
+            return self.violate(f"a '{kind}' line after the session finished")
+        if kind == "flag":
+            if len(self.flags) < MAX_FLAGS:
+                self.flags.append({
+                    "kind": bounded(record.get("kind"), 40), "detail": bounded(record.get("detail"), 400),
+                    "location": bounded(record.get("location"), 300) or None,
+                })
+        elif kind == "import" and (self.state == "collecting" or self.parallel):
+            # Under pytest-xdist, workers collect: their failed imports ride on their first reports.
+            self.failed_import(record)
+        elif kind == "collector" and self.state == "collecting":
+            self.collectors[bounded(record.get("nodeid"), 1000)] = bounded(record.get("longrepr"), 4000)
+        elif kind == "collected" and self.state == "collecting":
+            count, deselected = record.get("count"), record.get("deselected")
+            if not (isinstance(count, int) and isinstance(deselected, int)):
+                return self.violate("a malformed 'collected' line")
+            self.collected, self.deselected, self.state = count, deselected, "running"
+        elif kind == "begin" and self.state == "running":
+            nodeid = record.get("nodeid")
+            if (self.running and not self.parallel) or not isinstance(nodeid, str) or nodeid in self.tests:
+                return self.violate("a test began while another ran, or twice")
+            if len(self.tests) >= self.collected - self.deselected:
+                return self.violate("more tests ran than were collected")
+            self.running.add(nodeid)
+            self.tests[nodeid] = {}
+        elif kind == "test" and self.state == "running":
+            nodeid, when = record.get("nodeid"), record.get("when")
+            if nodeid not in self.running or when not in ("setup", "call", "teardown"):
+                return self.violate("a test result for a test that was not running")
+            self.tests[nodeid][when] = {
+                "outcome": bounded(record.get("outcome"), 20), "category": bounded(record.get("category"), 20),
+                "xfail": bool(record.get("xfail")), "message": bounded(record.get("message"), 4000),
+            }
+            if when == "teardown":
+                self.complete.append(nodeid)
+                self.running.discard(nodeid)
+        elif kind == "finish" and self.state in ("collecting", "running") and not self.running:
+            status = record.get("exitstatus")
+            if not isinstance(status, int):
+                return self.violate("a malformed 'finish' line")
+            self.exitstatus, self.state = status, "finished"
+        else:
+            self.violate(f"a '{kind}' line out of order ({self.state})")
+
+    def failed_import(self, record: dict) -> None:
+        test_file = record.get("test_file")
+        names = record.get("names")
+        if test_file not in self.allowed_test_files or not isinstance(names, list):
+            return self.violate("a failed-import line for a file that is not a hidden test file")
+        if len(self.imports) < MAX_IMPORTS:
+            self.imports.append({
+                "test_file": test_file, "module": bounded(record.get("module"), 200),
+                "names": [bounded(n, 100) for n in names[:20]],
+                "error": bounded(record.get("error"), IMPORT_TEXT_CHARS),
+            })
+
+    def report(self) -> dict:
+        """The session as a report in pytest-json-report's shape, from tests that finished."""
+        tests = []
+        for nodeid in self.complete:
+            stages = self.tests[nodeid]
+            categories = [s["category"] for s in stages.values() if s["category"] not in ("", "passed")]
+            entry = {"nodeid": nodeid, "outcome": categories[-1] if categories else "passed"}
+            for when, stage in stages.items():
+                entry[when] = {"outcome": stage["outcome"], "crash": {"message": stage["message"]}}
+            tests.append(entry)
+        collectors = [{"nodeid": n, "outcome": "failed", "longrepr": r} for n, r in self.collectors.items()]
+        return {"tests": tests, "collectors": collectors,
+                "summary": {"collected": self.collected, "deselected": self.deselected}}
+
+    def stream_lines(self) -> list[dict]:
+        """The finished tests' stages and the failed collectors, as the host reads them."""
+        lines = [{"collector": n, "longrepr": r} for n, r in self.collectors.items()]
+        for nodeid in self.complete:
+            lines += [{"nodeid": nodeid, "when": w, "outcome": s["outcome"], "xfail": s["xfail"]}
+                      for w, s in self.tests[nodeid].items()]
+        return lines
+
+
+@dataclass
+class Observation:
+    exit_code: int | None
+    timed_out: bool
+    stream: StreamCheck
+    ended_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def finished(self) -> bool:
+        return self.stream.state == "finished"
+
+    def untrusted(self) -> str | None:
+        """Why the supervisor cannot take this session's stream as its result."""
+        stream = self.stream
+        if stream.violation:
+            return f"the test process's result stream is forged: {stream.violation}"
+        if self.finished and not self.timed_out and stream.exitstatus != self.exit_code:
+            return f"pytest ended its session with {stream.exitstatus} but the process exited {self.exit_code}"
+        silent = self.ended_at - stream.last_line_at
+        if self.timed_out and not self.finished and stream.state == "running" and not stream.running and (
+            silent >= STALL_S
+        ):
+            return f"the test process stalled outside any test for {silent:.0f} s until the time limit"
+        return None
+
+
+class Pytest:
+    """Runs pytest as the runner in /work/run, each run against the one deadline of the whole evaluation."""
+
+    def __init__(self, base_args: list[str], code_paths: list[str], env: dict, deadline: float,
+                 allowed_test_files: set[str], parallel: bool = False) -> None:
+        self.base_args, self.code_paths, self.env, self.deadline = base_args, code_paths, env, deadline
+        self.allowed_test_files, self.parallel = allowed_test_files, parallel
         self.tail = bytearray()
 
-    def run(self, targets: list[str], report: Path) -> tuple[int | None, bool]:
-        """Exit code (None if killed) and whether the deadline killed it."""
-        command = [*self.base_command, f"--json-report-file={report}", *targets]
+    def run(self, targets: list[str]) -> Observation:
+        token = secrets.token_hex(16)
+        token_read, token_write = os.pipe()
+        os.write(token_write, token.encode())
+        os.close(token_write)
+        stream_read, stream_write = os.pipe()
+        command = [sys.executable, "-s", str(HARNESS / "launch_pytest.py"), *self.code_paths, "--",
+                   *self.base_args, *targets]
+        env = {**self.env, "SWECHAIN_STREAM_FD": str(stream_write), "SWECHAIN_TOKEN_FD": str(token_read)}
         process = subprocess.Popen(
-            command, cwd=RUN, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            preexec_fn=limit_output_files,
+            command, cwd=RUN, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            pass_fds=(stream_write, token_read), start_new_session=True, preexec_fn=limit_output_files,
+            **as_runner(),
         )
-        os.set_blocking(process.stdout.fileno(), False)
-        while True:
-            chunk = process.stdout.read(65536)
-            if chunk:
-                self.tail += chunk
-                del self.tail[:-OUTPUT_TAIL_BYTES]
-            elif process.poll() is not None:
-                return process.returncode, False
-            else:
-                time.sleep(0.05)
+        os.close(stream_write)
+        os.close(token_read)
+        stream = StreamCheck(token, self.allowed_test_files, self.parallel)
+        timed_out = self.pump(process, stream_read, stream)
+        os.close(stream_read)
+        return Observation(None if timed_out else process.returncode, timed_out, stream)
+
+    def pump(self, process: subprocess.Popen, stream_read: int, stream: StreamCheck) -> bool:
+        """Read output and stream until the process ends; True if the deadline ended it."""
+        selector = selectors.DefaultSelector()
+        selector.register(process.stdout, selectors.EVENT_READ, "output")
+        selector.register(stream_read, selectors.EVENT_READ, "stream")
+        exited_at = None
+        while selector.get_map():
+            for key, _ in selector.select(timeout=0.2):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                elif key.data == "output":
+                    self.tail += chunk
+                    del self.tail[:-OUTPUT_TAIL_BYTES]
+                else:
+                    stream.feed(chunk)
             if time.monotonic() > self.deadline:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-                return None, True
+                end_runner_processes(process)
+                return True
+            if stream.violation:
+                break  # a forged stream is not waited on: nothing the process does now counts
+            if process.poll() is not None:
+                exited_at = exited_at or time.monotonic()
+                if time.monotonic() - exited_at > 2:
+                    break  # a child left behind holds a pipe open; what it writes now is not the session's
+        end_runner_processes(process)
+        process.wait()
+        return False
+
+
+def end_runner_processes(process: subprocess.Popen) -> None:
+    """End pytest's session and, when the supervisor is the container's init, every runner process."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if run_as is not None and os.getpid() == 1:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    process.wait()
 
 
 def python_path(settings: dict) -> list[Path]:
-    """The harness, the candidate's source root and, where the chain asks for it
-    (``installed_metadata``), the target version's distribution metadata."""
-    paths = [HARNESS, RUN / settings["source_root"]]
-    return paths + [TARGET / "dist"] if (TARGET / "dist").is_dir() else paths
+    """What follows site-packages on the tests' path: the candidate's source root, where the
+    chain asks for it (``installed_metadata``) the target version's distribution metadata,
+    and the run folder (the working folder a plain ``python -m pytest`` would put first)."""
+    paths = [RUN / settings["source_root"]]
+    if (TARGET / "dist").is_dir():
+        paths.append(TARGET / "dist")
+    return paths + [RUN]
 
 
 def report_is_consistent(exit_code: int, report: dict) -> bool:
@@ -250,87 +540,124 @@ def merge(reports: list[dict]) -> tuple[dict, int]:
     return merged, 1 if broken else (0 if tests else 5)
 
 
+def runner_scratch() -> Path:
+    """A private temporary folder (and home) for the runner."""
+    tmp = Path(tempfile.mkdtemp(prefix="swechain-", dir=os.environ.get("TMPDIR", "/tmp")))
+    (tmp / "home").mkdir()
+    if run_as is not None:
+        for path in (tmp / "home", tmp):  # the folder last: then root no longer enters it
+            os.chown(path, run_as, run_as)
+    return tmp
+
+
+def write_jsonl(path: Path, records: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
 def main() -> int:
+    global run_as
+    run_as = RUNNER_UID
     settings = json.loads(Path("/work/eval.json").read_text())
     OUT.mkdir(exist_ok=True)
-    assemble(settings)
+    assembly = assemble(settings)
     rename_sections(settings["rename_sections"])
     config, ini = find_config()
     addopts = remove_options(as_args(ini.get("addopts", "")), settings["remove_options"])
-    # A private temporary directory for every run.
-    tmp = Path(tempfile.mkdtemp(prefix="swechain-", dir=os.environ.get("TMPDIR", "/tmp")))
-    (tmp / "home").mkdir()
+    tmp = runner_scratch()
+    tests_parent = PurePosixPath(settings["test_folder"]).parent
+    allowed_test_files = {
+        str(PurePosixPath(f).relative_to(tests_parent)) for f in assembly.hidden_files
+        if tests_parent == PurePosixPath(".") or tests_parent in PurePosixPath(f).parents
+    }
+    code_paths = [str(p) for p in python_path(settings)]
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp / "home"),
         "TMPDIR": str(tmp),
         "LANG": "C.UTF-8",
-        "PYTHONPATH": os.pathsep.join(str(p) for p in python_path(settings)),
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0",
+        # Every PYTEST_* variable pytest reads, fixed here.
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-        "SWECHAIN_OUT": str(OUT),
+        "PYTEST_ADDOPTS": "",
+        "PYTEST_PLUGINS": "",
+        "SWECHAIN_RUN": str(RUN),
         "SWECHAIN_TESTS_ROOT": str(RUN / settings["test_folder"]),
+        "SWECHAIN_TRUSTED": str(TRUSTED),
     }
     ini_overrides = ["-o", "addopts=" + shlex.join(addopts)]
     filters = as_lines(ini.get("filterwarnings", ""))
-    dropped_filters = unresolvable_warning_filters(filters, env)
+    dropped_filters = unresolvable_warning_filters(filters, env, code_paths)
     if dropped_filters:
         kept = [f for f in filters if f not in dropped_filters]
         ini_overrides += ["-o", "filterwarnings=" + "\n".join(kept)]
-    base_command = [
-        sys.executable, "-m", "pytest",
+    base_args = [
         "-c", str(config) if config else str(HARNESS / "empty.ini"),
         "--rootdir", str(RUN),
         *ini_overrides,
         "-p", "no:cacheprovider",
-        "-p", "swechain_guard",
-        "-p", "pytest_jsonreport",
         "-p", "pytest_timeout",
-        "--json-report",
-        "--json-report-omit", "log", "streams", "warnings", "keywords",
         f"--timeout={settings['test_timeout_s']}",
         "--continue-on-collection-errors",
         "-rN", "--tb=short", "--color=no",
         f"--basetemp={tmp / 'pytest'}",
         *settings["extra_args"],
     ]
-    if settings.get("workers", 1) > 1:
+    workers = int(settings.get("workers", 1))
+    if workers > 1:
         # Workers are child processes of this pytest: the same unprivileged user, container and limits.
-        base_command += ["-p", "xdist.plugin", "-n", str(int(settings["workers"]))]
+        # The guard module by name, so that each worker loads its import tolerance too.
+        base_args += ["-p", "xdist.plugin", "-n", str(workers), "-p", "swechain_guard"]
     started = time.monotonic()
-    pytest = Pytest(settings, base_command, env, started + settings["run_timeout_s"])
-    main_report = OUT / "report-suite.json"
-    exit_code, timed_out = pytest.run([settings["test_folder"]], main_report)
+    pytest = Pytest(base_args, code_paths, env, started + settings["run_timeout_s"], allowed_test_files, workers > 1)
+    suite = pytest.run([settings["test_folder"]])
+    flags = assembly.flags + suite.stream.flags
+    imports = list(suite.stream.imports)
     result = {
-        "exit_code": exit_code, "timed_out": timed_out, "retried": [], "unreported": [],
+        "exit_code": suite.exit_code, "timed_out": suite.timed_out, "retried": [], "unreported": [],
         "dropped_warning_filters": dropped_filters,
     }
-    # 4 is a usage error: the same for every file, so retrying cannot help.
-    if not timed_out and exit_code != 4 and (exit_code not in (0, 1, 5) or not main_report.is_file()):
+    problem = suite.untrusted()
+    reports, observed = [], [suite]
+    if problem:
+        result["untrusted"] = problem
+        flags.append({"kind": "result_stream", "detail": problem[:400], "location": None})
+    elif suite.timed_out:
+        write_jsonl(OUT / "stream.jsonl", suite.stream.stream_lines())
+    elif suite.finished and suite.exit_code in (0, 1, 5):
+        reports.append(suite.stream.report())
+    elif suite.exit_code != 4:  # 4 is a usage error: the same for every file, so retrying cannot help
         # The run broke off (a crash, os._exit, pytest.exit): retry what reported nothing, file by file.
-        reports = [json.loads(main_report.read_text())] if main_report.is_file() else []
+        if suite.stream.complete or suite.stream.collectors:
+            reports.append(suite.stream.report())
         seen = set().union(*(files_in(r) for r in reports))
-        for index, test_file in enumerate(f for f in test_files(settings["test_folder"]) if f not in seen):
-            report = OUT / f"report-file-{index}.json"
-            code, timed_out = pytest.run([test_file], report)
+        for test_file in (f for f in test_files(settings["test_folder"]) if f not in seen):
+            retry = pytest.run([test_file])
+            observed.append(retry)
             result["retried"].append(test_file)
-            if report.is_file() and code in (0, 1, 5):
-                loaded = json.loads(report.read_text())
-                if not report_is_consistent(code, loaded):
-                    result["untrusted"] = f"{test_file}: exit code {code} disagrees with its report"
-                reports.append(loaded)
+            flags += retry.stream.flags
+            imports += retry.stream.imports
+            if retry.untrusted():
+                result["untrusted"] = f"{test_file}: {retry.untrusted()}"
+            elif retry.finished and retry.exit_code in (0, 1, 5):
+                report = retry.stream.report()
+                if not report_is_consistent(retry.exit_code, report):
+                    result["untrusted"] = f"{test_file}: exit code {retry.exit_code} disagrees with its report"
+                reports.append(report)
             else:
                 result["unreported"].append(test_file)
-            if timed_out:
+            if retry.timed_out:
+                result["timed_out"] = True
                 break
-        result["timed_out"] = timed_out
         if reports:
-            merged, result["exit_code"] = merge(reports)
-            result["suite_exit_code"] = exit_code
-            (OUT / "report.json").write_text(json.dumps(merged))
-    elif main_report.is_file():
-        main_report.rename(OUT / "report.json")
+            result["suite_exit_code"] = suite.exit_code
+    if reports:
+        merged, result["exit_code"] = merge(reports) if result["retried"] else (reports[0], suite.exit_code)
+        (OUT / "report.json").write_text(json.dumps(merged))
+        write_jsonl(OUT / "stream.jsonl", [line for o in observed for line in o.stream.stream_lines()])
+    if imports:
+        write_jsonl(OUT / "failed_imports.jsonl", imports)
+    result["integrity_flags"] = flags[:MAX_FLAGS]
     result["duration_s"] = round(time.monotonic() - started, 3)
     (OUT / "output.log").write_bytes(bytes(pytest.tail))
     (OUT / "result.json").write_text(json.dumps(result))

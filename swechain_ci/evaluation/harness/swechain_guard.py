@@ -1,42 +1,35 @@
-"""pytest plugin loaded in every hidden-test run (``-p swechain_guard``).
+"""pytest plugin loaded in every hidden-test run (``launch_pytest.py`` registers it).
 
 1. Import tolerance, as the reference implementation does it: a failed
    ``from X import Y`` in a test module or conftest, while it is collected,
    binds the missing names to None and records the failure, so only the tests
    that use Y fail instead of the whole module.
-2. A per-test stream of outcomes written as they happen, so that a run killed
-   by its time limit still leaves the results it reached.
+2. Every observation goes, as it happens, down a pipe to the supervisor
+   (``run_hidden_tests.py``, another user): collection, each test's stages,
+   the end of the session. Each line carries a token read before any code
+   under test ran, so lines written blindly by that code are told apart.
+3. Tamper checks that Python cannot prevent, only see: hooks and plugins from
+   outside the image and the target's files, hidden test modules whose code is
+   not the hidden file's, builtins replaced. Each becomes a ``flag`` line.
 """
 
 from __future__ import annotations
 
 import builtins
+import inspect
 import json
 import os
+import sys
+import sysconfig
 import types
 
 import pytest
 
-OUT = os.environ.get("SWECHAIN_OUT", "/out")
-TESTS_ROOT = os.path.realpath(os.environ.get("SWECHAIN_TESTS_ROOT", "/work/run/tests"))
+HARNESS = os.path.dirname(os.path.abspath(__file__))
+TEXT_CHARS = 4000
+# Builtins the harness itself swaps (import tolerance) or Python sets (the last result).
+OWN_BUILTINS = {"__import__", "_"}
 _real_import = builtins.__import__
-
-
-def _append(name: str, record: dict) -> None:
-    with open(os.path.join(OUT, name), "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record) + "\n")
-
-
-def _is_hidden_test_code(globals_: dict | None) -> bool:
-    filename = (globals_ or {}).get("__file__") or ""
-    if not filename:
-        return False
-    real = os.path.realpath(filename)
-    return real.startswith(TESTS_ROOT + os.sep) or os.path.basename(real) == "conftest.py"
-
-
-def _test_file(globals_: dict) -> str:
-    return os.path.relpath(os.path.realpath(globals_["__file__"]), os.path.dirname(TESTS_ROOT))
 
 
 class _MissingNames(types.ModuleType):
@@ -52,67 +45,338 @@ class _MissingNames(types.ModuleType):
         return None
 
 
-def _tolerant_import(name, globals=None, locals=None, fromlist=(), level=0):
-    __tracebackhide__ = True  # keep the harness out of the tracebacks agents read
-    if not fromlist or not _is_hidden_test_code(globals):
-        return _real_import(name, globals, locals, fromlist, level)
-    shown = "." * level + name
-    try:
-        module = _real_import(name, globals, locals, fromlist, level)
-    except ImportError as exc:
-        names = [n for n in fromlist if n != "*"]
-        _append("failed_imports.jsonl", {
-            "test_file": _test_file(globals), "module": shown, "names": names,
-            "error": f"{type(exc).__name__}: {exc}",
-        })
-        return _MissingNames(None, shown)
-    missing = [n for n in fromlist if n != "*" and not hasattr(module, n)]
-    if not missing:
-        return module
-    _append("failed_imports.jsonl", {
-        "test_file": _test_file(globals), "module": shown, "names": missing,
-        "error": f"ImportError: cannot import name {', '.join(map(repr, missing))} from {shown!r}",
-    })
-    return _MissingNames(module, getattr(module, "__name__", shown))
+def _realpath(path: str) -> str:
+    return os.path.realpath(path) if path else ""
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_load_initial_conftests(early_config, parser, args):
-    """Tolerance only while test code is imported: at run time imports are untouched, so
-    code that inspects import tracebacks sees them as they are."""
-    builtins.__import__ = _tolerant_import
-    try:
-        yield
-    finally:
-        builtins.__import__ = _real_import
+class Tolerance:
+    """Import tolerance for hidden test code; ``failed_import`` says where a failure goes."""
+
+    def __init__(self) -> None:
+        self.run_root = _realpath(os.environ.get("SWECHAIN_RUN", "/work/run"))
+        self.tests_root = _realpath(os.environ["SWECHAIN_TESTS_ROOT"])
+        with open(os.environ["SWECHAIN_TRUSTED"], encoding="utf-8") as handle:
+            self.target_files = {os.path.join(self.run_root, rel) for rel in json.load(handle)}
+
+    def is_hidden_test_code(self, globals_: dict | None) -> bool:
+        filename = (globals_ or {}).get("__file__") or ""
+        real = _realpath(filename)
+        return bool(filename) and (real.startswith(self.tests_root + os.sep) or real in self.target_files)
+
+    def tolerant_import(self, name, globals=None, locals=None, fromlist=(), level=0):
+        __tracebackhide__ = True  # keep the harness out of the tracebacks agents read
+        if not fromlist or not self.is_hidden_test_code(globals):
+            return _real_import(name, globals, locals, fromlist, level)
+        shown = "." * level + name
+        try:
+            module = _real_import(name, globals, locals, fromlist, level)
+        except ImportError as exc:
+            self.failed_import(globals, shown, [n for n in fromlist if n != "*"], f"{type(exc).__name__}: {exc}")
+            return _MissingNames(None, shown)
+        missing = [n for n in fromlist if n != "*" and not hasattr(module, n)]
+        if not missing:
+            return module
+        error = f"ImportError: cannot import name {', '.join(map(repr, missing))} from {shown!r}"
+        self.failed_import(globals, shown, missing, error)
+        return _MissingNames(module, getattr(module, "__name__", shown))
+
+    def import_record(self, globals_: dict, module: str, names: list[str], error: str) -> dict:
+        test_file = os.path.relpath(_realpath(globals_["__file__"]), os.path.dirname(self.tests_root))
+        return {"test_file": test_file, "module": module, "names": names, "error": error}
+
+    def failed_import(self, globals_: dict, module: str, names: list[str], error: str) -> None:
+        raise NotImplementedError
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_load_initial_conftests(self, early_config, parser, args):
+        """Tolerance only while test code is imported: at run time imports are untouched, so
+        code that inspects import tracebacks sees them as they are."""
+        builtins.__import__ = self.tolerant_import
+        try:
+            yield
+        finally:
+            builtins.__import__ = _real_import
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_make_collect_report(self, collector):
+        builtins.__import__ = self.tolerant_import
+        try:
+            yield
+        finally:
+            builtins.__import__ = _real_import
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_make_collect_report(collector):
-    builtins.__import__ = _tolerant_import
-    try:
-        yield
-    finally:
-        builtins.__import__ = _real_import
+class WorkerGuard(Tolerance):
+    """In a pytest-xdist worker, which has no pipe: failed imports ride on the worker's next
+    test report (``user_properties``) to the controller's Guard."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: list[dict] = []
+
+    def failed_import(self, globals_: dict, module: str, names: list[str], error: str) -> None:
+        self.pending.append(self.import_record(globals_, module, names, error))
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        if self.pending:
+            outcome.get_result().user_properties.append((WORKER_IMPORTS, self.pending))
+            self.pending = []
+
+
+WORKER_IMPORTS = "swechain_failed_imports"
+_worker: WorkerGuard | None = None
 
 
 def _in_xdist_worker() -> bool:
-    """Under pytest-xdist the controller replays each worker's reports through the same hooks:
-    the stream is written there alone, so every outcome appears in it exactly once."""
     return "PYTEST_XDIST_WORKER" in os.environ
 
 
-def pytest_runtest_logreport(report) -> None:
-    if _in_xdist_worker():
-        return
-    _append("stream.jsonl", {
-        "nodeid": report.nodeid,
-        "when": report.when,
-        "outcome": report.outcome,
-        "xfail": hasattr(report, "wasxfail"),
-    })
+# Module-level hooks: active only when the module is loaded by name in an xdist worker.
+@pytest.hookimpl(hookwrapper=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    global _worker
+    if _in_xdist_worker() and _worker is None:
+        _worker = WorkerGuard()
+        early_config.pluginmanager.register(_worker, "swechain-worker-guard")
+        builtins.__import__ = _worker.tolerant_import
+        try:
+            yield
+        finally:
+            builtins.__import__ = _real_import
+    else:
+        yield
 
 
-def pytest_collectreport(report) -> None:
-    if report.failed and not _in_xdist_worker():
-        _append("stream.jsonl", {"collector": report.nodeid, "longrepr": str(report.longrepr)[-4000:]})
+class Guard(Tolerance):
+    def __init__(self) -> None:
+        # Read, then removed from the environment, before any code under test runs.
+        self.fd = int(os.environ.pop("SWECHAIN_STREAM_FD"))
+        token_fd = int(os.environ.pop("SWECHAIN_TOKEN_FD"))
+        self.token = os.read(token_fd, 64).decode()
+        os.close(token_fd)
+        os.set_inheritable(self.fd, False)
+        super().__init__()
+        self.collected_sent = False
+        paths = sysconfig.get_paths()
+        self.image_roots = tuple(
+            _realpath(p) + os.sep for p in {paths["stdlib"], paths["platstdlib"], paths["purelib"], paths["platlib"], HARNESS}
+        )
+        self.builtins = dict(vars(builtins))
+        self.machinery = machinery_snapshot()
+        self.deselected = 0
+        self.flagged: set[tuple[str, str]] = set()
+        self.checked_modules: set[str] = set()
+
+    # the pipe ---------------------------------------------------------------
+
+    def send(self, record: dict) -> None:
+        try:
+            os.write(self.fd, (json.dumps({**record, "k": self.token}) + "\n").encode())
+        except OSError:
+            pass  # the supervisor sees the missing end of the session
+
+    def flag(self, kind: str, detail: str, location: str | None = None) -> None:
+        if (kind, location or detail) not in self.flagged:
+            self.flagged.add((kind, location or detail))
+            self.send({"t": "flag", "kind": kind, "detail": detail[:400], "location": location})
+
+    # origins ----------------------------------------------------------------
+
+    def trusted_file(self, filename: str) -> bool:
+        """Whether code from ``filename`` comes from the image or the target version."""
+        real = _realpath(filename)
+        return real.startswith(self.image_roots) or real in self.target_files
+
+    def failed_import(self, globals_: dict, module: str, names: list[str], error: str) -> None:
+        self.send({"t": "import", **self.import_record(globals_, module, names, error)})
+
+    # 2. the stream ----------------------------------------------------------
+
+    def pytest_collectreport(self, report) -> None:
+        if report.failed:
+            self.send({"t": "collector", "nodeid": report.nodeid, "longrepr": str(report.longrepr)[-TEXT_CHARS:]})
+
+    def pytest_deselected(self, items) -> None:
+        self.deselected += len(items)
+
+    def guarded(self, check, *args) -> None:
+        """A check that breaks on what the code under test did is a finding, never a broken session."""
+        try:
+            check(*args)
+        except Exception as exc:
+            self.flag("guard_check_failed", f"{check.__name__}: {type(exc).__name__}: {exc}"[:300])
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session) -> None:
+        if session.config.pluginmanager.has_plugin("dsession"):
+            return  # an xdist controller collects nothing: its workers report what they collected
+        for item in session.items:
+            self.guarded(self.check_test_code, item)
+        self.send({"t": "collected", "count": len(session.items) + self.deselected, "deselected": self.deselected})
+        self.collected_sent = True
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+        if not self.collected_sent:
+            self.send({"t": "collected", "count": len(ids), "deselected": 0})
+            self.collected_sent = True
+
+    def pytest_runtest_logstart(self, nodeid, location) -> None:
+        self.send({"t": "begin", "nodeid": nodeid})
+
+    def pytest_runtest_logreport(self, report) -> None:
+        for key, records in getattr(report, "user_properties", ()):
+            if key == WORKER_IMPORTS and isinstance(records, list):
+                for record in records:
+                    self.send({**record, "t": "import"} if isinstance(record, dict) else {"t": "import"})
+        category = report_category(report)
+        message = ""
+        if report.failed:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            message = crash.message if crash is not None else str(report.longrepr).strip().splitlines()[-1:]
+            message = message if isinstance(message, str) else " ".join(message)
+        self.send({
+            "t": "test", "nodeid": report.nodeid, "when": report.when, "outcome": report.outcome,
+            "category": category, "xfail": hasattr(report, "wasxfail"), "message": message[:TEXT_CHARS],
+        })
+        if report.when == "teardown":  # after the test's own fixtures (monkeypatch) are undone
+            self.guarded(self.check_builtins)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus) -> None:
+        self.guarded(self.check_builtins)
+        self.guarded(self.check_machinery)
+        self.guarded(self.check_registry, session.config)
+        self.send({"t": "finish", "exitstatus": int(exitstatus)})
+
+    # 3. tamper checks -------------------------------------------------------
+
+    def check_machinery(self) -> None:
+        """pytest's own plugins patch pytest too (legacypath does); a replacement must come from the image."""
+        for (owner, name), value in self.machinery.items():
+            now = vars(owner).get(name)
+            if now is not value and not self.trusted_file(code_file(now)):
+                label = getattr(owner, "__qualname__", None) or getattr(owner, "__name__", "?")
+                self.flag("test_machinery_replaced", f"{label}.{name} was replaced during the run", code_file(now) or None)
+
+    def check_builtins(self) -> None:
+        for name, value in self.builtins.items():
+            now = vars(builtins).get(name)
+            if name not in OWN_BUILTINS and now is not value and not self.trusted_file(code_file(now)):
+                self.flag("builtins_replaced", f"builtins.{name} was replaced during the run", code_file(now) or None)
+
+    def check_registry(self, config) -> None:
+        """Every registered plugin and hook implementation must come from the image or the target."""
+        manager = config.pluginmanager
+        for name, plugin in manager.list_name_plugin():
+            origin = plugin_origin(plugin)
+            if plugin is not None and not self.trusted_file(origin):
+                self.flag("plugin_registered", f"plugin {str(name)[:80]} from {origin or 'nowhere'}", origin or None)
+        for hook_name in dir(manager.hook):
+            caller = getattr(manager.hook, hook_name, None)
+            get_impls = getattr(caller, "get_hookimpls", None)
+            for impl in get_impls() if get_impls else []:
+                code = getattr(inspect.unwrap(impl.function), "__code__", None)
+                filename = code.co_filename if code else plugin_origin(impl.plugin)
+                if not self.trusted_file(filename):
+                    where = f"{filename}:{code.co_firstlineno}" if code else filename
+                    self.flag("hook_registered", f"{hook_name} implemented from outside the harness", where)
+
+    def check_test_code(self, item) -> None:
+        """A hidden test's code must be its hidden file's, compiled as pytest compiles it."""
+        module_node = item.getparent(pytest.Module)
+        if module_node is None:
+            return
+        path = _realpath(str(getattr(module_node, "path", None) or module_node.fspath))  # pytest < 7: fspath
+        module = module_node.obj
+        if path not in self.checked_modules and _realpath(getattr(module, "__file__", "") or "") != path:
+            self.flag("test_module_replaced", f"{module.__name__} was not loaded from its hidden file", path)
+        self.checked_modules.add(path)
+        function = inspect.unwrap(getattr(item.obj, "__func__", item.obj))
+        code = getattr(function, "__code__", None)
+        if code is None:
+            return
+        if code.co_filename == path:
+            if code.co_code not in expected_code(path, item.config).get((code.co_name, code.co_firstlineno), ()):
+                self.flag("test_code_altered", f"{item.nodeid[:200]} does not run its hidden file's code",
+                          f"{path}:{code.co_firstlineno}")
+        elif not os.path.isfile(code.co_filename):
+            self.flag("test_code_altered", f"{item.nodeid[:200]} runs code from {code.co_filename[:100]}", path)
+
+
+MACHINERY_PACKAGES = ("_pytest", "pytest", "pluggy", "pytest_timeout")
+
+
+def machinery_snapshot() -> dict[tuple[object, str], object]:
+    """The functions and classes of pytest, pluggy and the plugins, and those classes' members,
+    as loaded before any code under test ran."""
+    snapshot: dict[tuple[object, str], object] = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or name.split(".")[0] not in MACHINERY_PACKAGES:
+            continue
+        for attribute, value in list(vars(module).items()):
+            if isinstance(value, (types.FunctionType, type)) and getattr(value, "__module__", None) == name:
+                snapshot[(module, attribute)] = value
+                if isinstance(value, type):
+                    for member, item in list(vars(value).items()):
+                        if isinstance(item, (types.FunctionType, property, staticmethod, classmethod)):
+                            snapshot[(value, member)] = item
+    return snapshot
+
+
+def report_category(report) -> str:
+    """pytest's own word for a stage's outcome (passed, failed, error, skipped, xfailed, xpassed, or '')."""
+    if report.when != "call" and report.failed:
+        return "error"
+    if hasattr(report, "wasxfail"):
+        return "xfailed" if report.skipped else ("xpassed" if report.passed else "failed")
+    if report.when != "call" and report.passed:
+        return ""
+    return report.outcome
+
+
+def code_file(value) -> str:
+    """The file a function (or a method, property, wrapper of one) was compiled from, or ''."""
+    try:
+        value = getattr(value, "__func__", None) or getattr(value, "fget", None) or value
+        code = getattr(inspect.unwrap(value), "__code__", None) if callable(value) else None
+    except Exception:  # whatever the code under test put there
+        return ""
+    return code.co_filename if isinstance(code, types.CodeType) else ""
+
+
+def plugin_origin(plugin) -> str:
+    if isinstance(plugin, types.ModuleType):
+        return getattr(plugin, "__file__", "") or ""
+    owner = plugin if isinstance(plugin, type) else type(plugin)  # a class is a plugin too (legacypath's)
+    module = sys.modules.get(getattr(owner, "__module__", "") or "")
+    return getattr(module, "__file__", "") or ""
+
+
+_compiled: dict[str, dict[tuple[str, int], set[bytes]]] = {}
+
+
+def expected_code(path: str, config) -> dict[tuple[str, int], set[bytes]]:
+    """The bytecode of every function in a hidden file, plain and as pytest rewrites asserts."""
+    if path not in _compiled:
+        from _pytest.assertion import rewrite
+
+        with open(path, "rb") as handle:
+            source = handle.read()
+        found: dict[tuple[str, int], set[bytes]] = {}
+        tops = [compile(source, path, "exec", dont_inherit=True)]
+        try:
+            tree = rewrite.ast.parse(source, filename=path)
+            rewrite.rewrite_asserts(tree, source, path, config)
+            tops.append(compile(tree, path, "exec", dont_inherit=True))
+        except Exception:  # a pytest without this internal: the plain compile still checks
+            pass
+        pending = list(tops)
+        while pending:
+            code = pending.pop()
+            found.setdefault((code.co_name, code.co_firstlineno), set()).add(code.co_code)
+            pending += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+        _compiled[path] = found
+    return _compiled[path]
