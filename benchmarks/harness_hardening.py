@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import statistics
 import subprocess
 import tarfile
@@ -29,6 +30,7 @@ from pathlib import Path
 from swechain_ci.chain import sources, trees
 from swechain_ci.chain.definition import load_chain
 from swechain_ci.containers import images
+from swechain_ci.containers.runner import run_limits, runner_size
 from swechain_ci.containers.sandbox import RUNNER_UID, DockerSandbox, single_file_tar
 from swechain_ci.evaluation import evaluate as evaluation
 
@@ -73,19 +75,17 @@ def run_old(sandbox: DockerSandbox, chain, image: str, code: Path):
         "extra_args": config.pytest.extra_args, "test_timeout_s": config.timeouts.test_s,
         "run_timeout_s": config.timeouts.run_s,
     }
-    import json
-
     result = sandbox.run_once(
         image, ["/opt/venv/bin/python", "/opt/swechain/old-harness/run_hidden_tests.py"],
         [("/work", trees.pack(code, "candidate", uid=RUNNER_UID, gid=RUNNER_UID)),
          ("/work", single_file_tar("eval.json", json.dumps(settings).encode(), RUNNER_UID))],
-        collect="/out", limits=config.limits, timeout_s=config.timeouts.run_s + 60, labels=LABELS,
+        collect="/out", limits=run_limits(chain, runner_size()), timeout_s=config.timeouts.run_s + 60, labels=LABELS,
     )
     return evaluation.parse(result.files, result.exit_code, result.timed_out, result.logs_tail)
 
 
-def measure(name: str, chain_id: str, tests_of: str, code_of: str, repeats: int, commit: str) -> float:
-    chain = load_chain(chain_id)
+def measure(name: str, chain_id: str, step: str, tests_of: str, code_of: str, repeats: int, commit: str) -> float:
+    chain = load_chain(chain_id).select_steps(step)
     sandbox = DockerSandbox()
     built = images.ensure_images(sandbox, chain)
     new_image = built.versions[tests_of]
@@ -115,8 +115,8 @@ def main() -> None:
     parser.add_argument("repeats", type=int, nargs="?", default=5)
     parser.add_argument("--old-commit", default=OLD_COMMIT)
     args = parser.parse_args()
-    measure("toy 0.2.0 suite on 0.2.0", "toy", "0.2.0", "0.2.0", args.repeats, args.old_commit)
-    measure("PyJWT 2.12.1 suite on 2.12.0", "pyjwt", "2.12.1", "2.12.0", args.repeats, args.old_commit)
+    measure("toy 0.2.0 suite on 0.2.0", "toy", "1", "0.2.0", "0.2.0", args.repeats, args.old_commit)
+    measure("PyJWT 2.12.1 suite on 2.12.0", "pyjwt", "15", "2.12.1", "2.12.0", args.repeats, args.old_commit)
 
 
 if __name__ == "__main__":
