@@ -39,7 +39,7 @@ from swechain_ci.agents.base import (
     Workspace,
 )
 from swechain_ci.agents.image import ensure_agent_image
-from swechain_ci.agents.manifest import AgentManifest
+from swechain_ci.agents.manifest import AgentManifest, granted_secrets, scrub_runner_environment
 from swechain_ci.agents.session import SessionTooLarge, export_session, import_session
 from swechain_ci.agents.triage import InfraFailure
 from swechain_ci.chain import sources, trees
@@ -129,14 +129,8 @@ def restore(archive: Path, dest: Path) -> None:
 
 
 def secrets_for(manifest: AgentManifest) -> dict[str, str]:
-    """The values of the variables an agent names, from the runner's environment; never stored."""
-    missing = [name for name in manifest.env if not os.environ.get(name)]
-    if missing:
-        raise SwechainError(
-            f"agent {manifest.name} needs the environment variable(s) {', '.join(missing)}: set them "
-            "(their values are passed to the agent and never stored)"
-        )
-    return {name: os.environ[name] for name in manifest.env}
+    """The values the runner grants the agent (SWECHAIN_SECRET_<AGENT>__<NAME>); never stored."""
+    return granted_secrets(manifest, os.environ)
 
 
 def agent_network(manifest: AgentManifest) -> str:
@@ -197,6 +191,7 @@ class ChainRun:
         self.branch = branch
         self.images, self.output, self.specs = chain_images, output, specs
         self.secrets = secrets_for(manifest)
+        scrub_runner_environment(os.environ)  # nothing the agents run in this process can find the runner's tokens
 
     # -- records --------------------------------------------------------------------------------
 

@@ -83,6 +83,23 @@ def test_list_templates_are_filled_without_a_shell(tmp_path):
         ({"name": "bad", "kind": "builtin", "builtin": "oracle", "env": ["ANTHROPIC_API_KEY=sk-123"]},
          "list variable NAMES only"),
         ({"name": "bad", "kind": "builtin", "builtin": "noop", "network": {"allow": ["api.x.com"]}}, "set mode: egress"),
+        # runner internals are never an agent's to ask for (a row per rule family)
+        ({"name": "bad", "kind": "cli", "commands": {"build": "x", "fix": "y"}, "env": ["GITHUB_TOKEN"]},
+         "env lists GITHUB_TOKEN, which an agent may not ask for: GITHUB_* belong to the runner"),
+        ({"name": "bad", "kind": "cli", "commands": {"build": "x", "fix": "y"}, "env": ["ACTIONS_RUNTIME_TOKEN"]},
+         "ACTIONS_* belong to the runner"),
+        ({"name": "bad", "kind": "cli", "commands": {"build": "x", "fix": "y"}, "env": ["RUNNER_TEMP"]},
+         "RUNNER_* belong to the runner"),
+        ({"name": "bad", "kind": "cli", "commands": {"build": "x", "fix": "y"}, "env": ["SWECHAIN_SECRET_X__K"]},
+         "SWECHAIN_* configure swechain-ci"),
+        ({"name": "bad", "kind": "cli", "commands": {"build": "x", "fix": "y"}, "env": ["GIT_ASKPASS"]}, "GIT_*"),
+        ({"name": "bad", "kind": "cli", "commands": {"build": "x", "fix": "y"}, "env": ["LD_PRELOAD"]}, "LD_*"),
+        ({"name": "bad", "kind": "cli", "commands": {"build": "x", "fix": "y"}, "env": ["PYTHONPATH"]}, "PYTHON*"),
+        ({"name": "bad", "kind": "cli", "commands": {"build": "x", "fix": "y"}, "env": ["DOCKER_HOST"]}, "DOCKER_*"),
+        ({"name": "bad", "kind": "cli", "commands": {"build": "x", "fix": "y"}, "env": ["AWS_SECRET_ACCESS_KEY"]},
+         "the host's credentials"),
+        ({"name": "bad", "kind": "cli", "commands": {"build": "x", "fix": "y"}, "env": ["PATH"]}, "runner's own process"),
+        ({"name": "bad", "kind": "python", "entrypoint": "evil_module:Agent"}, "outside swechain_ci.agents"),
         ({"name": "bad", "kind": "builtin", "builtin": "noop", "limits": {"wall_s": 0}}, "field 'limits.wall_s'"),
         ({"name": "other", "kind": "builtin", "builtin": "noop"}, "the file is 'bad.yaml'; make them equal"),
         ({"name": "bad", "kind": "robot"}, "field 'kind'"),
@@ -96,6 +113,7 @@ def test_bad_manifests_name_the_file_and_the_field(tmp_path, data, expected):
     assert str(path) in str(caught.value) and expected in str(caught.value)
     result = run_cli("agents", "validate", str(path))
     assert result.returncode == 2 and expected in result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: "), "one line"
 
 
 def write_agent(tmp_path: Path, name: str, build: str, fix: str = "true", **extra) -> Path:

@@ -104,7 +104,7 @@ def solved_run(toy_oracle, tmp_path_factory):
         output = tmp / "run"
         result = run_cli(
             "run", "--chain", "toy", "--agent", str(manifest), "--output", str(output),
-            env={"ANTHROPIC_API_KEY": "test-key", "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"},
+            env={"SWECHAIN_SECRET_CLAUDE_REFERENCE__ANTHROPIC_API_KEY": "test-key", "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"},
         )
         assert result.returncode == 0, result.stderr
         assert not server.errors, server.errors

@@ -364,12 +364,12 @@ def project(tmp_path, monkeypatch):
     agents = root / "agents"
     agents.mkdir()
     (agents / "needs-key.yaml").write_text(
-        "name: needs-key\nkind: cli\nenv: [SWECHAIN_TEST_KEY]\ninstall: {dockerfile: needs-key.Dockerfile}\n"
+        "name: needs-key\nkind: cli\nenv: [VENDOR_TEST_KEY]\ninstall: {dockerfile: needs-key.Dockerfile}\n"
         "commands: {build: 'true', fix: 'true'}\n")
     (agents / "needs-key.Dockerfile").write_text("FROM ${AGENT_IMAGE}\n")
     (agents / "free.yaml").write_text("name: free\nkind: cli\ncommands: {build: 'true', fix: 'true'}\n")
     monkeypatch.setenv("SWECHAIN_ROOT", str(root))
-    monkeypatch.delenv("SWECHAIN_TEST_KEY", raising=False)
+    monkeypatch.delenv("SWECHAIN_SECRET_NEEDS_KEY__VENDOR_TEST_KEY", raising=False)
     return root
 
 
@@ -384,7 +384,9 @@ def test_matrix(project, monkeypatch):
     assert matrix("--exclude-builtin", "--chains", "beta") == [("free", "beta"), ("needs-key", "beta")]
     assert matrix("--agents", "noop,free", "--chains", "alpha") == [("noop", "alpha"), ("free", "alpha")]
     assert matrix("--runnable-only", "--exclude-builtin", "--chains", "alpha") == [("free", "alpha")]
-    monkeypatch.setenv("SWECHAIN_TEST_KEY", "x")
+    monkeypatch.setenv("VENDOR_TEST_KEY", "x")  # the bare name grants nothing
+    assert ("needs-key", "alpha") not in matrix("--runnable-only")
+    monkeypatch.setenv("SWECHAIN_SECRET_NEEDS_KEY__VENDOR_TEST_KEY", "x")
     assert matrix("--runnable-only") == [(a, "alpha") for a in ("oracle", "noop", "free", "needs-key")]
     assert "chain beta left out: its default level manual is missing" in invoke("matrix", "--runnable-only").stderr
     with pytest.raises(SwechainError, match="unknown agents nope"):

@@ -8,6 +8,7 @@ stored), its limits, and what network it needs.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +19,30 @@ from swechain_ci.agents.streams import PARSERS
 from swechain_ci.errors import SwechainError
 from swechain_ci.records import read_yaml_model
 from swechain_ci.settings import project_root
+
+# Variables a manifest may never ask for: the runner's and the job's own (tokens, paths,
+# how processes, git and Docker behave) and the runner's grants. Ordered (pattern, why); a
+# name is checked against each row. Agents ask only for their own keys (API keys, proxies).
+RESERVED_ENV: tuple[tuple[str, str], ...] = (
+    (r"GITHUB_.*", "GITHUB_* belong to the runner (the job token, the workspace, the event)"),
+    (r"ACTIONS_.*", "ACTIONS_* belong to the runner (runtime, cache and OIDC tokens)"),
+    (r"RUNNER_.*", "RUNNER_* belong to the runner (its paths and temp folder)"),
+    (r"SWECHAIN_.*", "SWECHAIN_* configure swechain-ci itself and hold the runner's grants"),
+    (r"GIT_.*", "GIT_* change what git runs and with which credentials"),
+    (r"(LD|DYLD)_.*", "LD_*/DYLD_* inject code into every process"),
+    (r"PYTHON[A-Z_]*", "PYTHON* change what Python imports and runs"),
+    (r"DOCKER_.*", "DOCKER_* point at the Docker engine, which is root on the host"),
+    (r"SSH_.*|GPG_.*|AWS_.*|AZURE_.*|GOOGLE_APPLICATION_CREDENTIALS|KUBECONFIG",
+     "these are the host's credentials"),
+    (r"CI|HOME|PATH|SHELL|USER|LOGNAME|PWD|TMPDIR|BASH_ENV|ENV|IFS|PS4|PROMPT_COMMAND|INVOCATION_ID|JOURNAL_STREAM"
+     r"|ImageOS|ImageVersion|AGENT_TOOLSDIRECTORY",
+     "it describes or steers the runner's own process"),
+)
+SECRET_PREFIX = "SWECHAIN_SECRET_"
+NO_SECRETS_ENV = "SWECHAIN_NO_SECRETS"  # set (to 1) for smoke runs of proposed agents: no grant is read
+# Python agents run in the harness's process, so only modules shipped with swechain-ci
+# (reviewed code, never a pull request's) may be named as their entry point.
+TRUSTED_PYTHON_PACKAGE = "swechain_ci.agents."
 
 PLACEHOLDERS = {
     "spec_file", "fix_report_file", "prompt_file", "code_dir", "session_id", "model", "phase", "step",
@@ -96,7 +121,8 @@ class AgentManifest(Strict):
     docs: dict[str, str] = Field(default_factory=dict, description="flag or event -> where its vendor documents it")
     builtin: Literal["oracle", "noop", "replay"] | None = None
     patches: str | None = Field(None, description="replay: folder of step-<n>.<phase>.patch files")
-    entrypoint: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", description="python: module:Class")
+    entrypoint: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+                                   description="python: module:Class, a module shipped in swechain_ci.agents")
     commands: Commands | None = None
     session: Literal["none", "resume"] = Field("none", description="resume: Fix continues the Build session")
     env: list[str] = Field(default_factory=list, description="names of environment variables the agent needs")
@@ -125,7 +151,53 @@ class AgentManifest(Strict):
         for name in self.env:
             if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", name):
                 raise ValueError(f"env lists {name!r}; list variable NAMES only, never values")
+            why = reserved_reason(name)
+            if why:
+                raise ValueError(f"env lists {name}, which an agent may not ask for: {why}; "
+                                 "list only the agent's own keys, e.g. ANTHROPIC_API_KEY")
+        if self.entrypoint and not self.entrypoint.startswith(TRUSTED_PYTHON_PACKAGE):
+            raise ValueError(f"entrypoint {self.entrypoint} is outside {TRUSTED_PYTHON_PACKAGE.rstrip('.')}: python "
+                             "agents run in the harness's process, so only shipped modules may be named; "
+                             "register a kind: cli agent instead (it runs in the agent container)")
         return self
+
+
+def reserved_reason(name: str) -> str | None:
+    """Why a manifest may not ask for ``name`` (the first matching row of RESERVED_ENV), or None."""
+    return next((why for pattern, why in RESERVED_ENV if re.fullmatch(pattern, name)), None)
+
+
+def grant_name(agent: str, variable: str) -> str:
+    """The runner-side variable that grants ``agent`` its ``variable``: SWECHAIN_SECRET_<AGENT>__<VARIABLE>,
+    AGENT the name upper-cased with every other character than a letter or digit as ``_``."""
+    return f"{SECRET_PREFIX}{re.sub(r'[^A-Z0-9]', '_', agent.upper())}__{variable}"
+
+
+def granted_secrets(manifest: AgentManifest, environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    """The values the runner grants this agent for the names its manifest lists; never stored.
+
+    A name is granted only by its SWECHAIN_SECRET_<AGENT>__<NAME> variable, never by a
+    variable of the same name, so an agent gets nothing the runner did not map to it.
+    With SWECHAIN_NO_SECRETS set (a smoke run of a proposed agent) it gets nothing at all."""
+    if environ.get(NO_SECRETS_ENV):
+        return {}
+    missing = [grant_name(manifest.name, name) for name in manifest.env if not environ.get(grant_name(manifest.name, name))]
+    if missing:
+        raise SwechainError(
+            f"agent {manifest.name} needs {', '.join(manifest.env)}: the runner grants them as {', '.join(missing)} "
+            "(set those in the runner's environment; README, Agent secrets)"
+        )
+    return {name: environ[grant_name(manifest.name, name)] for name in manifest.env}
+
+
+def scrub_runner_environment(environ: dict[str, str] | os._Environ[str]) -> list[str]:
+    """Remove the runner's internals and every grant from ``environ`` (call after reading this agent's grants),
+    so that nothing running later in this process finds them; returns the names removed."""
+    removed = [name for name in list(environ)
+               if name.startswith(SECRET_PREFIX) or re.fullmatch(r"(GITHUB|ACTIONS|RUNNER)_.*", name)]
+    for name in removed:
+        del environ[name]
+    return removed
 
 
 def agents_dir() -> Path:

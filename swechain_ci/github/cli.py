@@ -93,13 +93,14 @@ def matrix(
     exclude_builtin: Annotated[bool, typer.Option("--exclude-builtin", help="leave out the built-in agents (oracle, noop)")] = False,
     runnable_only: Annotated[bool, typer.Option(
         "--runnable-only",
-        help="leave out agents whose manifest's env variables are not all set here, and chains whose default level is missing")] = False,
+        help="leave out agents the runner does not grant all their env variables (SWECHAIN_SECRET_<AGENT>__<NAME>), "
+             "and chains whose default level is missing")] = False,
     changed_manifests: Annotated[bool, typer.Option(
         "--changed-manifests", help="only the agents whose manifests (or their Dockerfiles) are among FILE...; none given, none chosen")] = False,
 ) -> None:
     """Print {"include": [{"agent": ..., "chain": ...}, ...]} for a workflow's strategy.matrix (fromJSON)."""
     from swechain_ci.agents import BUILTIN_NAMES
-    from swechain_ci.agents.manifest import available_manifests, parse_manifest
+    from swechain_ci.agents.manifest import available_manifests, grant_name, parse_manifest
     from swechain_ci.chain.definition import available_chains
 
     if files and not changed_manifests:
@@ -121,9 +122,9 @@ def matrix(
         runnable = []
         for name in selected:
             needs = manifests[name].env if name in manifests else []
-            missing = [v for v in needs if not os.environ.get(v)]
+            missing = [grant_name(name, v) for v in needs if not os.environ.get(grant_name(name, v))]
             if missing:
-                _note(f"note: {name} left out: needs {', '.join(missing)} in the environment")
+                _note(f"note: {name} left out: the runner does not grant {', '.join(missing)}")
             else:
                 runnable.append(name)
         selected = runnable
