@@ -42,27 +42,62 @@ def integrity_clear(
                f"integrity: {card.integrity.status}")
 
 
+def _manifests_using(path: Path) -> list[Path]:
+    """The manifests beside ``path`` whose install.dockerfile is that file (a Dockerfile-only change)."""
+    from swechain_ci.agents.manifest import parse_manifest
+
+    users = []
+    for candidate in sorted(path.parent.glob("*.yaml")):
+        try:
+            manifest = parse_manifest(candidate)
+        except SwechainError:
+            continue  # a broken manifest is reported when it is itself among the changed files
+        if manifest.install.dockerfile and (candidate.parent / manifest.install.dockerfile).resolve() == path.resolve():
+            users.append(candidate)
+    return users
+
+
 @agents_app.command("validate")
 def agents_validate(
-    paths: Annotated[list[Path] | None, typer.Argument(help="manifests or folders; default agents/")] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(
+        help="manifests, folders, or files a manifest uses (its Dockerfile: the manifests using it are checked); default agents/")] = None,
+    report: Annotated[Path | None, typer.Option(help="also write the findings as JSON (ValidationReport), for the PR comment")] = None,
 ) -> None:
-    """Check manifests; every problem is reported with its file and field."""
+    """Check manifests; every problem is reported with its file and field, one line each."""
     from swechain_ci.agents.manifest import agents_dir, parse_manifest
+    from swechain_ci.models import ManifestCheck, ValidationReport
+    from swechain_ci.records import write_model
 
-    files: list[Path] = []
+    pairs: list[tuple[Path, Path]] = []  # (manifest, the path given that brought it in)
     for path in paths or [agents_dir()]:
-        files += sorted(path.glob("*.yaml")) if path.is_dir() else [path]
-    if not files:
+        if path.is_dir():
+            pairs += [(file, file) for file in sorted(path.glob("*.yaml"))]
+        elif path.suffix in (".yaml", ".yml") or not path.exists():
+            pairs.append((path, path))
+        else:
+            users = _manifests_using(path)
+            if not users:
+                typer.echo(f"note: {path} is not a manifest nor a file one uses: left out", err=True)
+            pairs += [(user, path) for user in users]
+    if not pairs and not report:
         raise SwechainError(f"no agent manifests found in {', '.join(str(p) for p in paths or [agents_dir()])}")
-    problems = []
-    for file in files:
+    problems, checks = [], []
+    for file, because in pairs:
         try:
             manifest = parse_manifest(file)
             typer.echo(f"ok: {file} ({manifest.kind} agent {manifest.name})")
+            checks.append(ManifestCheck(file=str(file), because=str(because), agent=manifest.name, ok=True))
         except SwechainError as exc:
             problems.append(str(exc))
+            checks.append(ManifestCheck(file=str(file), because=str(because), ok=False, error=str(exc)[:4000]))
+    if report:
+        write_model(report, ValidationReport(checks=checks))
+    if len(problems) == 1:
+        raise SwechainError(problems[0])
+    for problem in problems:
+        typer.echo(f"error: {problem}", err=True)
     if problems:
-        raise SwechainError(f"{len(problems)} of {len(files)} manifests are invalid: " + " | ".join(problems))
+        raise SwechainError(f"{len(problems)} of {len(pairs)} manifests are invalid (each named above)")
 
 
 @agents_app.command("list")

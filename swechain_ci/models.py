@@ -369,3 +369,20 @@ class Ranking(BaseModel):
     build_fix: Metrics
     steps_unscored: list[int] = Field(description="indexes of the range's steps never scored")
     fn_added: int = Field(description="upgrade-related tests of those steps, counted as FN")
+
+
+class ManifestCheck(BaseModel):
+    """One agent manifest as `agents validate` found it, for the pull request's comment."""
+
+    model_config = ConfigDict(extra="forbid")
+    file: str = Field(max_length=300, description="the manifest, relative to the repository")
+    because: str = Field(max_length=300, description="the changed file that brought it in (it, or its Dockerfile)")
+    agent: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=100)
+    ok: bool
+    error: str | None = Field(None, max_length=4000)
+
+
+class ValidationReport(Record):
+    """What a pull request's validation job hands to the comment workflow (an artifact: untrusted)."""
+
+    checks: list[ManifestCheck] = Field(max_length=200)

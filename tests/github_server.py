@@ -15,6 +15,10 @@ PyGithub client, under both base URL styles: the bare root (``http://HOST:PORT``
     PATCH /repos/{owner}/{repo}/issues/comments/{id}
     GET   /repos/{owner}/{repo}/commits/{sha}
     POST  /repos/{owner}/{repo}/statuses/{sha}
+    GET   /repos/{owner}/{repo}/pulls                  open pull requests (head sha and head repository)
+    GET   /repos/{owner}/{repo}/pulls/{n}/files        the paths a pull request changes
+    GET   /repos/{owner}/{repo}/contents/{path}?ref=   a file (base64) or a folder listing at a commit
+    GET   /repos/{owner}/{repo}/collaborators/{user}/permission
     GET   /repos/{owner}/{repo}/actions/workflows/{file}
     POST  /repos/{owner}/{repo}/actions/workflows/{id or file}/dispatches
 
@@ -26,7 +30,9 @@ token maps to a login, or to ``None`` for a GitHub Actions app token, for which
 URLs in responses are built from the request's ``Host`` header and base prefix, so the
 client may reach the server under any name (e.g. from a container, with ``host="0.0.0.0"``).
 By default any ``owner/name`` is served from the one store; ``GitHubState(repository=...)``
-makes every other repository 404. Pull request 1 exists; ``state.add_pull(n)`` adds others.
+makes every other repository 404. Pull request 1 exists; ``state.add_pull(n, head_sha, head_repo, files)``
+adds others; ``state.add_file(sha, path, data)`` serves contents; ``state.permissions[login]`` is a
+user's permission (``read`` if unset).
 
     with FakeGitHub() as gh:                     # or: url, state = start()
         os.environ["GITHUB_API_URL"] = gh.url    # or gh.enterprise_url
@@ -103,6 +109,10 @@ class GitHubState:
     tokens: dict[str, str | None] = field(default_factory=lambda: {"test-token": "swechain-bot"})
     pulls: dict[int, str] = field(default_factory=lambda: {1: "a" * 40}, metadata={"doc": "number -> head sha"})
     issues: dict[int, dict[str, str]] = field(default_factory=dict, metadata={"doc": "number -> title, body"})
+    pull_heads: dict[int, str] = field(default_factory=dict, metadata={"doc": "number -> head repository owner/name"})
+    pull_files: dict[int, list[str]] = field(default_factory=dict)
+    contents: dict[tuple[str, str], bytes] = field(default_factory=dict, metadata={"doc": "(sha, path) -> bytes"})
+    permissions: dict[str, str] = field(default_factory=dict)
     comments: list[Comment] = field(default_factory=list)
     statuses: list[CommitStatus] = field(default_factory=list)
     dispatches: list[dict[str, Any]] = field(default_factory=list, metadata={"doc": "workflow, ref, inputs"})
@@ -117,9 +127,17 @@ class GitHubState:
         with self.lock:
             self.tokens[token] = login
 
-    def add_pull(self, number: int, head_sha: str | None = None) -> None:
+    def add_pull(self, number: int, head_sha: str | None = None, head_repo: str | None = None,
+                 files: list[str] | None = None) -> None:
         with self.lock:
             self.pulls[number] = head_sha or f"{number:040x}"
+            if head_repo:
+                self.pull_heads[number] = head_repo
+            self.pull_files[number] = list(files or [])
+
+    def add_file(self, sha: str, path: str, data: bytes) -> None:
+        with self.lock:
+            self.contents[(sha, path)] = data
 
     def add_comment(self, issue: int, body: str, author: str) -> Comment:
         """A comment as if someone else had written it (no request recorded)."""
@@ -286,7 +304,11 @@ def _issue_json(state: GitHubState, repo: str, number: int, base: str, pull: boo
         "comments": sum(1 for c in state.comments if c.issue == number),
     }
     if pull:
-        data["head"] = {"sha": state.pulls[number], "ref": f"pr-{number}"}
+        head_repo = state.pull_heads.get(number, repo)
+        data["head"] = {"sha": state.pulls[number], "ref": f"pr-{number}", "label": f"{head_repo.split('/')[0]}:pr-{number}",
+                        "repo": {"id": 43, "name": head_repo.split("/")[1], "full_name": head_repo,
+                                 "url": f"{base}/repos/{head_repo}", "fork": head_repo != repo}}
+        data["base"] = {"sha": "b" * 40, "ref": "main", "repo": {"id": 42, "full_name": repo, "url": f"{base}/repos/{repo}"}}
         data["issue_url"] = f"{base}/repos/{repo}/issues/{number}"
     else:
         data["pull_request"] = {"url": f"{base}/repos/{repo}/pulls/{number}"}
@@ -348,6 +370,35 @@ def _route(state: GitHubState, method: str, path: str, query: dict[str, list[str
 
     if (mm := re.fullmatch(r"/issues/(\d+)", rest)) and int(mm[1]) in state.issues and method == "GET":
         return 200, _plain_issue_json(state, repo, int(mm[1]), base), {}
+
+    if rest == "/pulls" and method == "GET":
+        items = [_issue_json(state, repo, n, base, pull=True) for n in sorted(state.pulls)]
+        page, headers = _page(items, query, f"{base}/repos/{repo}/pulls")
+        return 200, page, headers
+
+    if (mm := re.fullmatch(r"/pulls/(\d+)/files", rest)) and method == "GET":
+        number = int(mm[1])
+        if number not in state.pulls:
+            raise _Error(404, "Not Found")
+        items = [{"sha": "c" * 40, "filename": name, "status": "modified", "additions": 1, "deletions": 0,
+                  "changes": 1} for name in state.pull_files.get(number, [])]
+        page, headers = _page(items, query, f"{base}/repos/{repo}/pulls/{number}/files")
+        return 200, page, headers
+
+    if (mm := re.fullmatch(r"/contents/(.+)", rest)) and method == "GET":
+        path, ref = mm[1].strip("/"), query.get("ref", [""])[0]
+        if (ref, path) in state.contents:
+            data = state.contents[(ref, path)]
+            return 200, _content_json(repo, path, data, base), {}
+        listing = [(p, d) for (sha, p), d in state.contents.items() if sha == ref and p.rpartition("/")[0] == path]
+        if not listing:
+            raise _Error(404, "Not Found")
+        return 200, [{**_content_json(repo, p, d, base), "content": None, "encoding": None}
+                     for p, d in sorted(listing)], {}
+
+    if (mm := re.fullmatch(r"/collaborators/([^/]+)/permission", rest)) and method == "GET":
+        permission = state.permissions.get(mm[1], "read")
+        return 200, {"permission": permission, "role_name": permission, "user": _user_json(mm[1], base)}, {}
 
     if mm := re.fullmatch(r"/(issues|pulls)/(\d+)", rest):
         number = int(mm[2])
@@ -418,6 +469,15 @@ def _route(state: GitHubState, method: str, path: str, query: dict[str, list[str
         return 204, None, {}
 
     raise _Error(404, "Not Found")
+
+
+def _content_json(repo: str, path: str, data: bytes, base: str) -> dict[str, Any]:
+    import base64
+    import hashlib
+
+    return {"type": "file", "encoding": "base64", "size": len(data), "name": path.rpartition("/")[2], "path": path,
+            "content": base64.b64encode(data).decode(), "sha": hashlib.sha1(data).hexdigest(),
+            "url": f"{base}/repos/{repo}/contents/{path}"}
 
 
 def _body_field(body: Any) -> str:

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,28 @@ def test_workflows_lint_clean():
     schema = subprocess.run([str(VENV_BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows",
                              *map(str, workflows)], capture_output=True, text=True)
     assert schema.returncode == 0, schema.stdout + schema.stderr
+
+
+TRUSTED_TRIGGERS = {"workflow_dispatch", "schedule", "issue_comment"}
+
+
+def test_zizmor_auditor_finds_no_persisted_credentials_and_only_explained_self_hosted_jobs():
+    import yaml
+
+    audit = subprocess.run([str(VENV_BIN / "zizmor"), "--offline", "--persona", "auditor", "--format", "json",
+                            str(REPO / ".github" / "workflows")], capture_output=True, text=True)
+    findings = json.loads(audit.stdout)
+    assert not [f for f in findings if f["ident"] == "artipacked"]
+    readme = (REPO / "README.md").read_text()
+    self_hosted = [f for f in findings if f["ident"] == "self-hosted-runner"]
+    assert self_hosted
+    for finding in self_hosted:
+        where = finding["locations"][0]["symbolic"]
+        path = Path(where["key"]["Local"]["verbatim_path"])
+        job = [step["Key"] for step in where["route"]["route"]][1]
+        triggers = set(yaml.safe_load((REPO / path).read_text())[True])
+        assert triggers <= TRUSTED_TRIGGERS, f"{path.name}:{job} runs self-hosted on {triggers - TRUSTED_TRIGGERS}"
+        assert f"`{path.name}` `{job}`" in readme, f"README explains {path.name}:{job} on the self-hosted runner"
 
 
 def test_every_job_is_bounded_and_least_privileged():
@@ -75,6 +98,14 @@ def act_repo(tmp_path: Path):
     shared = tmp_path / "shared"
     (shared / "smoke").mkdir(parents=True)
     return work, origin, shared
+
+
+def other_copy(work: Path) -> Path:
+    """A second working copy of the same repository (act runs jobs in the working tree)."""
+    copy = work.parent / f"{work.name}-2"
+    if not copy.exists():
+        shutil.copytree(work, copy, symlinks=True, ignore=shutil.ignore_patterns(".venv", "runs"))
+    return copy
 
 
 def offline_actions(work: Path) -> list[str]:
@@ -262,31 +293,126 @@ def test_a_run_whose_evaluate_job_is_killed_resumes_there_with_the_same_scorecar
     assert [s["fix_ran"] for s in card["steps"]] == [True] and card["steps_scored"] == 1
 
 
-@pytest.mark.docker
-def test_an_agent_pull_request_gets_one_sticky_scorecard_comment(toy_oracle, act_repo):
-    work, origin, shared = act_repo
-    (work / "agents" / "lazy.yaml").write_text(
-        "schema_version: 1\nname: lazy\nkind: cli\ncommands: {build: 'true', fix: 'true'}\n"
-    )
-    git("add", "agents/lazy.yaml", cwd=work)
-    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "Register lazy", cwd=work)
+INJECTION = "# Owned ![x](http://evil.example/x.png) @maintainers [click](http://evil.example) <b>bold</b>"
+
+
+def assert_inert(markdown: str) -> None:
+    """The injected heading, image, link, mention and HTML render only as literal text inside code
+    (GitHub-flavoured Markdown): with every code span and block taken out, none of it is left."""
+    import re
+
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt("gfm-like").render(markdown)
+    assert "Owned" in html, "the text is shown"
+    outside = re.sub(r"<code[^>]*>.*?</code>|<pre[^>]*>.*?</pre>", "", html, flags=re.S)
+    assert "Owned" not in outside and "evil.example" not in outside and "@maintainers" not in outside
+    assert "<img" not in html and "<b>" not in html and 'href="http://evil' not in html
+
+
+def commit_agent(work: Path, name: str, manifest: str) -> str:
+    (work / "agents" / f"{name}.yaml").write_text(manifest)
+    git("add", f"agents/{name}.yaml", cwd=work)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", f"Register {name}", cwd=work)
+    return git("rev-parse", "HEAD", cwd=work)
+
+
+def fork_pull(work: Path, number: int, head: str) -> dict:
     base = git("rev-parse", "HEAD~1", cwd=work)
-    pull = {"number": 7, "labels": [{"name": "run-smoke"}], "head": {"ref": "add-lazy", "sha": git("rev-parse", "HEAD", cwd=work)},
-            "base": {"ref": "main", "sha": base}}
+    return {"number": number, "labels": [{"name": "run-smoke"}],
+            "head": {"ref": "add-agent", "sha": head, "repo": {"full_name": "fork/bench", "fork": True}},
+            "base": {"ref": "main", "sha": base, "repo": {"full_name": "acme/bench", "fork": False}}}
+
+
+def test_no_workflow_a_pull_request_triggers_has_a_self_hosted_job():
+    import yaml
+
+    for path in sorted((REPO / ".github" / "workflows").glob("*.yml")):
+        workflow = yaml.safe_load(path.read_text())
+        triggers = workflow[True]
+        if isinstance(triggers, dict) and {"pull_request", "pull_request_target"} & set(triggers):
+            for name, job in workflow["jobs"].items():
+                assert "self-hosted" not in json.dumps(job.get("runs-on")), f"{path.name}:{name}"
+
+
+def test_a_fork_pull_request_schedules_nothing_self_hosted_and_a_token_asking_manifest_fails_in_one_line(act_repo):
+    """Self-hosted jobs would run on an image that does not exist: any such job fails loudly."""
+    work, origin, shared = act_repo
+    head = commit_agent(work, "leak", "schema_version: 1\nname: leak\nkind: cli\nenv: [GITHUB_TOKEN]\n"
+                                      "commands: {build: 'env > /app/code/leak.txt', fix: 'true'}\n")
+    payload = {"pull_request": fork_pull(work, 7, head), "number": 7, "repository": {"full_name": "acme/bench"}}
     with FakeGitHub() as github:
         github.state.add_token(TOKEN, None)
-        github.state.add_pull(7)
-        for attempt in (1, 2):
-            pr_run = act(work, shared, "pull_request", "agent-pr.yml", {"pull_request": pull, "number": 7}, github.url)
-            assert pr_run.returncode == 0, pr_run.stdout[-5000:]
-            comment_run = act(work, shared, "workflow_run", "agent-pr-comment.yml",
-                              {"workflow_run": {"id": 99, "html_url": "http://results.example/99"}}, github.url)
-            assert comment_run.returncode == 0, comment_run.stdout[-5000:]
-            comments = github.state.comments_on(7)
-            assert len(comments) == 1, f"attempt {attempt}: {len(comments)} comments"
-        assert "Scorecard: `lazy` on `toy`" in comments[0].body
-        edits = github.state.requests_matching("PATCH", r"/issues/comments/\d+")
-        assert len(edits) == 1, "the second run edits the comment instead of adding one"
+        result = act(work, shared, "pull_request", "agent-pr.yml", payload, github.url,
+                     "-P", "self-hosted=swechain/no-such-image:never")
+    assert result.returncode != 0, "validation fails"
+    assert "no-such-image" not in result.stdout + result.stderr, "no job was scheduled on self-hosted"
+    errors = [line for line in result.stdout.splitlines() if "error: " in line and "GITHUB_TOKEN" in line]
+    assert len(errors) == 1 and "env lists GITHUB_TOKEN, which an agent may not ask for" in errors[0]
+    report = json.loads((shared / "validation" / "report.json").read_text())
+    assert [(c["file"], c["ok"]) for c in report["checks"]] == [("agents/leak.yaml", False)]
+
+
+def test_a_forged_artifact_posts_only_on_the_pull_request_the_api_returns(act_repo):
+    from swechain_ci.models import ManifestCheck, ValidationReport
+    from swechain_ci.records import write_model
+
+    work, origin, shared = act_repo
+    head = "f" * 40
+    # The artifact claims PR 9 (the old pr.txt) and findings about PR 9's files, with Markdown in its text.
+    (shared / "validation").mkdir()
+    (shared / "validation" / "pr.txt").write_text("9\n")
+    write_model(shared / "validation" / "report.json", ValidationReport(checks=[
+        ManifestCheck(file="agents/lazy.yaml", because="agents/lazy.yaml", ok=False, error=INJECTION),
+        ManifestCheck(file="agents/victim.yaml", because="agents/victim.yaml", agent="victim", ok=False, error="x"),
+    ]))
+    event = {"workflow_run": {"id": 99, "event": "pull_request", "conclusion": "failure", "head_sha": head,
+                              "head_repository": {"full_name": "fork/bench"}, "html_url": "http://results.example/99"}}
+    with FakeGitHub() as github:
+        github.state.add_token(TOKEN, None)
+        github.state.add_pull(7, head, "fork/bench", files=["agents/lazy.yaml"])
+        github.state.add_pull(9, "9" * 40, "acme/bench", files=["agents/victim.yaml"])
+        result = act(work, shared, "workflow_run", "agent-pr-comment.yml", event, github.url)
+        assert result.returncode == 0, result.stdout[-5000:]
+        assert github.state.comments_on(9) == [], "the PR the artifact names gets nothing"
+        [comment] = github.state.comments_on(7)
+        statuses = [(s.sha, s.state) for s in github.state.statuses]
+        # a run of another event (e.g. a fork's look-alike workflow run by `push`) is not reported at all
+        event["workflow_run"]["event"] = "push"
+        other = act(work, shared, "workflow_run", "agent-pr-comment.yml", event, github.url)
+        assert other.returncode == 0 and len(github.state.comments) == 1
+    assert "victim" not in comment.body
+    assert_inert(comment.body)
+    assert statuses == [(head, "failure")]
+
+
+@pytest.mark.docker
+def test_a_maintainers_smoke_comment_runs_the_pr_agent_as_data_and_reports_inertly(toy_oracle, act_repo):
+    """/smoke from a maintainer: the PR's manifest is read at its head SHA through the API, the
+    run has no token and no secrets, and the agent's Markdown (in stop_reason) renders inert
+    in the comment and the job summary; a status lands on the PR head."""
+    work, origin, shared = act_repo
+    head = "e" * 40
+    lazy = ("schema_version: 1\nname: lazy\nkind: cli\n"
+            f"commands: {{build: 'echo \"{INJECTION}\"; exit 3', fix: 'true'}}\n")
+    event = {"issue": {"number": 7, "pull_request": {"url": "http://api.example/pulls/7"}},
+             "comment": {"body": "/smoke", "user": {"login": "maint"}, "author_association": "MEMBER"}}
+    with FakeGitHub() as github:
+        github.state.add_token(TOKEN, None)
+        github.state.permissions["maint"] = "write"
+        github.state.add_pull(7, head, "fork/bench", files=["agents/lazy.yaml"])
+        github.state.add_file(head, "agents/lazy.yaml", lazy.encode())
+        result = act(work, shared, "issue_comment", "agent-smoke.yml", event, github.url)
+        assert "Job succeeded" in result.stdout and "report" in result.stdout, result.stdout[-5000:]
+        [comment] = github.state.comments_on(7)
+        statuses = [(s.sha, s.state, s.context) for s in github.state.statuses]
+    assert "Scorecard: `lazy` on `toy`" in comment.body and "stopped" in comment.body
+    assert_inert(comment.body)
+    summary = "\n".join(line.split("Summary - ", 1)[1] for line in result.stdout.splitlines() if "Summary - " in line)
+    assert "Owned" in summary
+    assert_inert(summary)
+    assert statuses == [(head, "failure", "swechain-ci/smoke/lazy")]
+    assert not (work / "agents" / "lazy.yaml").read_text() != lazy, "the manifest came from the API"
 
 
 @pytest.mark.docker
@@ -338,7 +464,8 @@ def test_the_weekly_publish_survives_a_moved_main_and_commits_nothing_unchanged(
     for agent in ("oracle", "noop"):
         write_model(shared / "weekly" / agent / "toy" / "scorecard.json",
                     Scorecard(chain="toy", step_range="1-3", agent=agent, spec_level="L1", steps_total=3,
-                              steps_scored=3, build=metrics, build_fix=metrics, steps=[]))
+                              steps_scored=3, build=metrics, build_fix=metrics, steps=[],
+                              stop_reason=INJECTION if agent == "noop" else None))
     # main moves on after the schedule fired: someone else's commit lands on origin
     other = tmp_path / "other"
     git("clone", "-q", str(origin), str(other))
@@ -361,6 +488,9 @@ def test_the_weekly_publish_survives_a_moved_main_and_commits_nothing_unchanged(
     board = json.loads(git("--git-dir", str(origin), "show", "main:reports/leaderboard.json"))
     assert {row["agent"] for row in board["rows"]} == {"oracle", "noop"}
     assert "Summary - # Leaderboard" in first.stdout
+    assert_inert(git("--git-dir", str(origin), "show", "main:reports/leaderboard.md"))
+    summary = "\n".join(line.split("Summary - ", 1)[1] for line in first.stdout.splitlines() if "Summary - " in line)
+    assert_inert(summary)
     # a week later with the same results: a new generated_at, the same content, no commit
     assert git("--git-dir", str(origin), "rev-parse", "main") == published
     assert "leaderboard unchanged" in second.stdout

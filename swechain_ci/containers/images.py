@@ -75,26 +75,58 @@ def ensure_base(sandbox: DockerSandbox, python: str, extra_packages: Sequence[st
         return sandbox.import_image(rootfs, ref)
 
 
+def _wheel_hashes(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.whl"))}
+
+
+def _write_sums(sums: Path, hashes: dict[str, str]) -> None:
+    sums.write_text("".join(f"{digest}  {name}\n" for name, digest in hashes.items()))
+
+
+def _wheelhouse_verifies(folder: Path, sums: Path) -> bool:
+    """True if the folder holds exactly the wheels ``sums`` lists, each with that content."""
+    if not sums.is_file() or not folder.is_dir():
+        return False
+    recorded = dict(line.split("  ", 1)[::-1] for line in sums.read_text().splitlines() if "  " in line)
+    return recorded == _wheel_hashes(folder)
+
+
 def wheelhouse(pins: list[str], python: str, find_links: list[Path] | None = None) -> Path:
     """Wheels for ``pins`` downloaded on the host (or built there, ``find_links``), so that image
-    builds need no network."""
+    builds need no network.
+
+    Reused only when every wheel's content matches ``<key>.sha256``, written beside the
+    folder at download time (the folder's ``.complete`` is kept for stable image tags but
+    trusted for nothing); otherwise downloaded again, whole, into a fresh folder. A folder
+    from before these hashes existed has them recorded on first use."""
     target = interpreter(python)
     key = hashlib.sha256(("\n".join(pins) + python + " ".join(target.platforms)).encode()).hexdigest()[:16]
     folder = state_home() / "wheelhouse" / key
-    if (folder / ".complete").exists():
+    sums = folder.with_name(f"{key}.sha256")
+    if _wheelhouse_verifies(folder, sums):
+        return folder
+    if not sums.exists() and (folder / ".complete").is_file():
+        _write_sums(sums, _wheel_hashes(folder))  # a wheelhouse from an earlier swechain-ci
         return folder
     progress.say(f"downloading {len(pins)} pinned test requirements into the wheelhouse {folder}")
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=folder.parent))
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(folder),
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(staging),
          "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
          *target.platform_options(), *find_links_options(find_links or []), *pins],
         capture_output=True, text=True,
     )
     if result.returncode != 0:
         tail = " ".join(result.stderr.strip().splitlines()[-2:])
+        shutil.rmtree(staging, ignore_errors=True)
         raise SwechainError(f"pip download of test requirements failed: {tail} (is PyPI reachable?)")
-    (folder / ".complete").write_text("\n".join(pins))
+    (staging / ".complete").write_text("\n".join(pins))
+    hashes = _wheel_hashes(staging)
+    if folder.exists():  # tampered or half-written: set aside, never reused
+        folder.rename(folder.with_name(f".{key}-unverified-{staging.name}"))
+    staging.rename(folder)
+    _write_sums(sums, hashes)
     return folder
 
 

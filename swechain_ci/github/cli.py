@@ -193,17 +193,27 @@ def comment(
     run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="runs' results folders")],
     pr: Annotated[int, typer.Option("--pr", min=1, help="pull request number")],
     artifact_url: Annotated[str | None, typer.Option(help="where the full results are (linked if cut)")] = None,
+    agents: Annotated[list[str] | None, typer.Option(
+        help="only scorecards of these agents (the PR's changed manifests); others are refused, never posted")] = None,
+    status_sha: Annotated[str | None, typer.Option(
+        help="also set a status swechain-ci/smoke/<agent> on this commit (the PR's head)")] = None,
 ) -> None:
     """Create or update the sticky scorecard comment, one per agent, on a pull request.
 
     Several runs of one agent (e.g. one per chain, from a matrix) go into that agent's one
-    comment: call this once, after the matrix, with all the run folders."""
+    comment: call this once, after the matrix, with all the run folders. Every folder must
+    hold a scorecard.json valid against the Scorecard schema; its strings are shown escaped."""
     from swechain_ci.github.reporting import GitHubReporter
     from swechain_ci.scoring.report import render
 
+    allowed = set(_split(agents)) if agents is not None else None
     by_agent: dict[str, list[Scorecard]] = {}
     for run_dir in run_dirs:
         card = _scorecard(run_dir)
+        if allowed is not None and card.agent not in allowed:
+            _note(f"note: {run_dir} is a scorecard of agent {card.agent!r}, not one of the changed manifests "
+                  f"({', '.join(sorted(allowed)) or 'none'}): refused, not posted")
+            continue
         by_agent.setdefault(card.agent, []).append(card)
     with GitHubReporter.from_env() as reporter:
         for agent, cards in by_agent.items():
@@ -214,6 +224,13 @@ def comment(
             comment_id, created = reporter.upsert_comment(pr, agent, body, artifact_url)
             typer.echo(f"{'created' if created else 'updated'} comment {comment_id} for agent {agent} "
                        f"on pull request #{pr} ({len(cards)} chain{'s' if len(cards) != 1 else ''})")
+            if status_sha:
+                stopped = [c for c in cards if c.stop_reason]
+                state = "failure" if stopped else "success"
+                text = "; ".join(f"{c.chain}: {c.stop_reason}" for c in stopped) or \
+                    "; ".join(f"{c.chain}: B+F resolving {_percent(c.build_fix.resolving)}" for c in cards)
+                reporter.set_commit_status(status_sha, state, text, context=f"swechain-ci/smoke/{agent}",
+                                           target_url=artifact_url)
 
 
 @ci_app.command("summary")
@@ -319,6 +336,153 @@ def leaderboard(
         _note(f"note: {s.agent} on {s.chain}: {s.dropped} is superseded by the later {s.kept}")
     typer.echo(render_markdown(board))
     _note("wrote " + ", ".join(str(p) for p in paths.values()))
+
+
+# -- agent pull requests: validation reports and smoke plans, read through the API -----------------
+
+VALIDATION_KEY = "(manifest validation)"  # the sticky comment's marker key: never an agent name
+SMOKE_KEY = "(smoke run)"
+
+
+def render_validation(checks: list, refused: int) -> str:
+    from swechain_ci.markdown import block, cell
+
+    failed = [c for c in checks if not c.ok]
+    lines = ["## Agent manifest validation", "",
+             f"{len(checks) - len(failed)} of {len(checks)} manifests valid." if checks else "No agent manifest changed.", ""]
+    if checks:
+        lines += ["| manifest | changed file | agent | result |", "|---|---|---|---|"]
+        lines += [f"| {cell(c.file, 120)} | {cell(c.because, 120)} | {cell(c.agent) if c.agent else ''} | "
+                  f"{'valid' if c.ok else '**invalid**'} |" for c in checks]
+        lines.append("")
+    for c in failed:
+        lines += [f"Problem in {cell(c.file, 120)}:", "", block(c.error or "no message", 2000), ""]
+    if refused:
+        lines += [f"{refused} finding(s) in the validation artifact named files this pull request does not change: "
+                  "left out.", ""]
+    lines += ["A maintainer starts a smoke run of the changed agents on the toy chain with a `/smoke` comment "
+              "(`CONTRIBUTING.md`).", ""]
+    return "\n".join(lines)
+
+
+@ci_app.command("validation-comment")
+def validation_comment(
+    report: Annotated[Path, typer.Argument(help="the validation job's report (ValidationReport JSON; an artifact, untrusted)")],
+    head_sha: Annotated[str, typer.Option(help="workflow_run.head_sha")],
+    head_repo: Annotated[str, typer.Option(help="workflow_run.head_repository.full_name")],
+    target_url: Annotated[str | None, typer.Option(help="link from the status, e.g. the validation run")] = None,
+) -> None:
+    """Post a pull request's manifest validation as a sticky comment and a status on its head.
+
+    The pull request is the one the API returns for the head SHA and head repository, never
+    one named by the artifact; only findings about files that pull request changes are shown."""
+    from swechain_ci.github.reporting import GitHubReporter
+    from swechain_ci.models import ValidationReport
+    from swechain_ci.records import read_model
+
+    with GitHubReporter.from_env() as reporter:
+        pr = reporter.pull_for_head(head_sha, head_repo)
+        if pr is None:
+            typer.echo(f"no single open pull request has head {head_sha[:12]} from {head_repo}: nothing posted")
+            return
+        found = read_model(report, ValidationReport)
+        changed = set(reporter.pull_files(pr))
+        checks = [c for c in found.checks if c.because in changed
+                  and (c.agent is None or c.file == f"agents/{c.agent}.yaml")]
+        refused = len(found.checks) - len(checks)
+        comment_id, created = reporter.upsert_comment(pr, VALIDATION_KEY, render_validation(checks, refused))
+        failed = [c for c in checks if not c.ok]
+        state = "failure" if failed else "success"
+        description = (f"{len(failed)} invalid: " + "; ".join(c.error or "" for c in failed)) if failed \
+            else f"{len(checks)} manifests valid"
+        reporter.set_commit_status(head_sha, state, description, context="swechain-ci/validate", target_url=target_url)
+    typer.echo(f"{'created' if created else 'updated'} comment {comment_id} on pull request #{pr}; status {state}")
+
+
+def _smoke_agents(reporter, files: list[str], sha: str) -> list[str]:
+    """The agents a pull request's changed files concern: changed manifests, and the manifests
+    (at the head) naming a changed Dockerfile."""
+    import yaml
+
+    from swechain_ci.agents.manifest import AgentManifest
+
+    names: list[str] = []
+    others = []
+    for path in files:
+        folder, _, name = path.partition("/")
+        if folder != "agents" or "/" in name:
+            continue
+        if name.endswith(".yaml"):
+            names.append(name[: -len(".yaml")])
+        else:
+            others.append(name)
+    if others:
+        for manifest_name in reporter.names_at("agents", sha):
+            if not manifest_name.endswith(".yaml"):
+                continue
+            try:
+                data = yaml.safe_load(reporter.file_at(f"agents/{manifest_name}", sha) or b"")
+                dockerfile = AgentManifest.model_validate(data).install.dockerfile
+            except Exception:  # an invalid manifest is reported when it is itself changed
+                continue
+            if dockerfile in others:
+                names.append(manifest_name[: -len(".yaml")])
+    return list(dict.fromkeys(names))
+
+
+@ci_app.command("smoke-plan")
+def smoke_plan(
+    pr: Annotated[int, typer.Option("--pr", min=1, help="the pull request")],
+    actor: Annotated[str, typer.Option(help="who asked for the smoke run (must have write access)")],
+    output: Annotated[Path, typer.Option(help="where the PR's manifests (and the Dockerfiles they name) are written")],
+    chains: Annotated[list[str] | None, typer.Option(help="chains to smoke on")] = None,
+) -> None:
+    """Check that ACTOR may start a smoke run, then read the PR's changed agents/<name>.yaml and the
+    Dockerfiles they name at its head SHA, through the API, as data; validate them; print
+    pr=, head_sha=, agents= and matrix= lines for $GITHUB_OUTPUT. A failure after the permission
+    check is posted on the pull request and as a status on its head."""
+    from swechain_ci.agents.manifest import parse_manifest
+    from swechain_ci.github.reporting import GitHubReporter
+    from swechain_ci.markdown import block
+
+    chosen_chains = _split(chains) or ["toy"]
+    with GitHubReporter.from_env() as reporter:
+        permission = reporter.permission(actor)
+        if permission not in ("admin", "maintain", "write"):
+            raise SwechainError(f"{actor} has {permission} permission on {reporter.config.repository}: "
+                                "only maintainers with write access start smoke runs")
+        sha, head_repo = reporter.pull_head(pr)
+        try:
+            agents = _smoke_agents(reporter, reporter.pull_files(pr), sha)
+            if not agents:
+                raise SwechainError(f"pull request #{pr} changes no agent manifest nor a Dockerfile one names: "
+                                    "nothing to smoke")
+            folder = output / "agents"
+            folder.mkdir(parents=True, exist_ok=True)
+            for name in agents:
+                data = reporter.file_at(f"agents/{name}.yaml", sha)
+                if data is None:
+                    raise SwechainError(f"agents/{name}.yaml does not exist at {sha[:12]} (deleted?)")
+                path = folder / f"{name}.yaml"
+                path.write_bytes(data[:100_000])
+                manifest = parse_manifest(path)
+                dockerfile = manifest.install.dockerfile
+                if dockerfile:
+                    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", dockerfile):
+                        raise SwechainError(f"agents/{name}.yaml: install.dockerfile {dockerfile!r} must be a file "
+                                            "name in agents/ (no folders)")
+                    recipe = reporter.file_at(f"agents/{dockerfile}", sha)
+                    if recipe is None:
+                        raise SwechainError(f"agents/{name}.yaml names install.dockerfile {dockerfile}, which does "
+                                            f"not exist at {sha[:12]}")
+                    (folder / dockerfile).write_bytes(recipe[:100_000])
+        except SwechainError as exc:
+            reporter.upsert_comment(pr, SMOKE_KEY, "## Smoke run not started\n\n" + block(str(exc), 2000) + "\n")
+            reporter.set_commit_status(sha, "failure", f"smoke run not started: {exc}", context="swechain-ci/smoke")
+            raise
+    include = [{"agent": a, "chain": c} for a in agents for c in chosen_chains]
+    typer.echo(f"pr={pr}\nhead_sha={sha}\nhead_repo={head_repo}\nagents={','.join(agents)}\n"
+               f"matrix={json.dumps({'include': include}, separators=(',', ':'))}")
 
 
 @ci_app.command("publish-leaderboard")

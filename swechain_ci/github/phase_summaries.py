@@ -13,12 +13,12 @@ hostile: it is shown only inside code fences longer than any backtick run it hol
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from tabulate import tabulate
 
 from swechain_ci.errors import SwechainError
+from swechain_ci.markdown import block
 from swechain_ci.models import AgentPhaseRecord, Category, Scorecard, StepRecord
 from swechain_ci.records import read_model
 from swechain_ci.scoring.report import metric_cells, render
@@ -31,9 +31,7 @@ def fenced(text: str, limit: int = FENCED_LIMIT) -> str:
     """Untrusted text as a code block that it cannot close."""
     if len(text) > limit:
         text = text[:limit] + f"\n… ({len(text) - limit} more characters in the run's records)"
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{text}\n{fence}"
+    return block(text, limit=None)
 
 
 def step_folder(output: Path, index: int) -> Path:

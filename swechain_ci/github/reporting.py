@@ -277,6 +277,66 @@ class GitHubReporter:
             raise SwechainError(f"GitHub refused to dispatch {workflow} on {ref}: check the ref and the inputs")
 
 
+    # -- pull requests, read through the API (never from an artifact) -------------------------------
+
+    def pull_for_head(self, head_sha: str, head_repository: str) -> int | None:
+        """The open pull request whose head is ``head_sha`` in ``head_repository`` (owner/name), if exactly one."""
+        def scan() -> list[int]:
+            found = []
+            for pull in self.repo.get_pulls(state="open"):
+                head_repo = pull.head.repo.full_name if pull.head.repo is not None else None
+                if pull.head.sha == head_sha and (head_repo or "").lower() == head_repository.lower():
+                    found.append(pull.number)
+            return found
+
+        numbers = self._call(f"list the open pull requests (for head {head_sha[:12]})", scan)
+        return numbers[0] if len(numbers) == 1 else None
+
+    def pull_head(self, number: int) -> tuple[str, str]:
+        """(head SHA, head repository owner/name) of a pull request."""
+        pull = self._call(f"read pull request #{number}", self.repo.get_pull, number)
+        if pull.head.repo is None:
+            raise SwechainError(f"pull request #{number}'s head repository is gone (deleted fork): nothing to read")
+        return pull.head.sha, pull.head.repo.full_name
+
+    def pull_files(self, number: int) -> list[str]:
+        """The paths a pull request changes."""
+        return self._call(f"list the files of pull request #{number}",
+                          lambda: [f.filename for f in self.repo.get_pull(number).get_files()])
+
+    def file_at(self, path: str, sha: str, repository: str | None = None) -> bytes | None:
+        """A file's bytes at a commit (of ``repository``, default ours), or None if it does not exist there."""
+        def read() -> bytes | None:
+            repo = self.client.get_repo(repository) if repository else self.repo
+            try:
+                found = repo.get_contents(path, ref=sha)
+            except GithubException as exc:
+                if exc.status == 404:
+                    return None
+                raise
+            return None if isinstance(found, list) else found.decoded_content
+
+        return self._call(f"read {path} at {sha[:12]}", read)
+
+    def names_at(self, folder: str, sha: str, repository: str | None = None) -> list[str]:
+        """The file names in a folder at a commit (empty if there is no such folder)."""
+        def read() -> list[str]:
+            repo = self.client.get_repo(repository) if repository else self.repo
+            try:
+                found = repo.get_contents(folder, ref=sha)
+            except GithubException as exc:
+                if exc.status == 404:
+                    return []
+                raise
+            return sorted(item.name for item in (found if isinstance(found, list) else []) if item.type == "file")
+
+        return self._call(f"list {folder} at {sha[:12]}", read)
+
+    def permission(self, login: str) -> str:
+        """``admin``, ``write``, ``read`` or ``none``: the user's permission on the repository."""
+        return self._call(f"read {login}'s permission", self.repo.get_collaborator_permission, login)
+
+
 # -- one-call conveniences, configured from the environment -------------------------------------
 
 
