@@ -32,7 +32,7 @@ from swechain_ci.models import (
     TestRun,
     VersionSanity,
 )
-from swechain_ci.records import read_model, write_model
+from swechain_ci.records import read_model, write_model, write_text
 from swechain_ci.settings import HARNESS_DIR, state_home
 
 
@@ -44,6 +44,39 @@ def oracle_path(chain: Chain) -> Path:
     folder never overwrites this one's oracle."""
     where = hashlib.sha256(str(sources.chain_file(chain).resolve()).encode()).hexdigest()[:12]
     return state_home() / "oracles" / f"{chain.id}-{where}" / f"steps-{chain.step_range}.json"
+
+
+def content_hash_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def reusable_oracle(path: Path, wanted_inputs: str) -> ChainOracle | None:
+    """The stored oracle, if its inputs are ``wanted_inputs`` AND its bytes still hash to what was
+    recorded when it was written (a self-declared inputs_hash alone proves nothing about the
+    content). An oracle from before content hashes were kept has its hash recorded on first use."""
+    if not path.is_file():
+        return None
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    recorded = content_hash_path(path)
+    if recorded.is_file() and recorded.read_text().strip() != digest:
+        progress.say(f"oracle {path} does not match its recorded content hash: building it again")
+        return None
+    try:
+        existing = read_model(path, ChainOracle)
+    except SwechainError:
+        return None  # written by an older swechain-ci: rebuild it
+    if existing.inputs_hash != wanted_inputs:
+        return None
+    if not recorded.is_file():
+        write_text(recorded, digest + "\n")
+    return existing
+
+
+def store_oracle(path: Path, oracle: ChainOracle) -> None:
+    """Write the oracle and the SHA-256 of its bytes beside it."""
+    write_model(path, oracle)
+    write_text(content_hash_path(path), hashlib.sha256(path.read_bytes()).hexdigest() + "\n")
 
 
 def built_ranges(chain: Chain) -> list[str]:
@@ -144,13 +177,8 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
     """Build (or reuse) the chain's oracle."""
     path = oracle_path(chain)
     wanted = inputs_hash(chain, images)
-    if path.exists() and not force:
-        try:
-            existing = read_model(path, ChainOracle)
-        except SwechainError:
-            existing = None  # written by an older swechain-ci: rebuild it
-        if existing is not None and existing.inputs_hash == wanted:
-            return existing
+    if not force and (existing := reusable_oracle(path, wanted)) is not None:
+        return existing
     labels = {"swechain-ci.chain": chain.id}
     repeats = chain.config.oracle.baseline_runs
     # Every gold run up front, a few containers at a time: (tests of, code of) -> runs.
@@ -219,7 +247,7 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
         chain=chain.id, inputs_hash=wanted, versions=chain.versions, environments=images.environments,
         steps=steps, sanity=checks,
     )
-    write_model(path, oracle)
+    store_oracle(path, oracle)
     return oracle
 
 
