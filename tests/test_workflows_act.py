@@ -310,6 +310,21 @@ def assert_inert(markdown: str) -> None:
     assert "<img" not in html and "<b>" not in html and 'href="http://evil' not in html
 
 
+def job_summaries(stdout: str) -> str:
+    """The job summaries act prints: each starts on a "Summary - " line and runs until act's next
+    "[workflow/job]" line."""
+    kept, inside = [], False
+    for line in stdout.splitlines():
+        if "Summary - " in line:
+            inside = True
+            kept.append(line.split("Summary - ", 1)[1])
+        elif line.startswith("["):
+            inside = False
+        elif inside:
+            kept.append(line)
+    return "\n".join(kept)
+
+
 def commit_agent(work: Path, name: str, manifest: str) -> str:
     (work / "agents" / f"{name}.yaml").write_text(manifest)
     git("add", f"agents/{name}.yaml", cwd=work)
@@ -403,16 +418,17 @@ def test_a_maintainers_smoke_comment_runs_the_pr_agent_as_data_and_reports_inert
         github.state.add_pull(7, head, "fork/bench", files=["agents/lazy.yaml"])
         github.state.add_file(head, "agents/lazy.yaml", lazy.encode())
         result = act(work, shared, "issue_comment", "agent-smoke.yml", event, github.url)
-        assert "Job succeeded" in result.stdout and "report" in result.stdout, result.stdout[-5000:]
+        assert "Agent smoke run/report] \U0001f3c1  Job succeeded" in result.stdout, result.stdout[-5000:]
         [comment] = github.state.comments_on(7)
         statuses = [(s.sha, s.state, s.context) for s in github.state.statuses]
     assert "Scorecard: `lazy` on `toy`" in comment.body and "stopped" in comment.body
     assert_inert(comment.body)
-    summary = "\n".join(line.split("Summary - ", 1)[1] for line in result.stdout.splitlines() if "Summary - " in line)
+    summary = job_summaries(result.stdout)
     assert "Owned" in summary
     assert_inert(summary)
     assert statuses == [(head, "failure", "swechain-ci/smoke/lazy")]
-    assert not (work / "agents" / "lazy.yaml").read_text() != lazy, "the manifest came from the API"
+    assert (work / "agents" / "lazy.yaml").read_text() == lazy, "the manifest came from the API"
+    assert (Path.home() / ".cache" / "swechain-ci-smoke" / "oracles" / "toy").is_dir(), "its own state folder"
 
 
 @pytest.mark.docker
@@ -489,7 +505,7 @@ def test_the_weekly_publish_survives_a_moved_main_and_commits_nothing_unchanged(
     assert {row["agent"] for row in board["rows"]} == {"oracle", "noop"}
     assert "Summary - # Leaderboard" in first.stdout
     assert_inert(git("--git-dir", str(origin), "show", "main:reports/leaderboard.md"))
-    summary = "\n".join(line.split("Summary - ", 1)[1] for line in first.stdout.splitlines() if "Summary - " in line)
+    summary = job_summaries(first.stdout)
     assert_inert(summary)
     # a week later with the same results: a new generated_at, the same content, no commit
     assert git("--git-dir", str(origin), "rev-parse", "main") == published
