@@ -427,7 +427,7 @@ def test_a_maintainers_smoke_comment_runs_the_pr_agent_as_data_and_reports_inert
     assert "Owned" in summary
     assert_inert(summary)
     assert statuses == [(head, "failure", "swechain-ci/smoke/lazy")]
-    assert (work / "agents" / "lazy.yaml").read_text() == lazy, "the manifest came from the API"
+    assert not (work / "agents" / "lazy.yaml").exists(), "the checkout has no such agent: its manifest came from the API"
     assert (Path.home() / ".cache" / "swechain-ci-smoke" / "oracles" / "toy").is_dir(), "its own state folder"
 
 
