@@ -293,6 +293,29 @@ def test_a_run_whose_evaluate_job_is_killed_resumes_there_with_the_same_scorecar
     assert [s["fix_ran"] for s in card["steps"]] == [True] and card["steps_scored"] == 1
 
 
+@pytest.mark.docker
+def test_two_runs_of_the_same_agent_and_chain_with_different_run_ids_both_finish(toy_oracle, act_repo):
+    """The concurrency group is the run id (act does not enforce groups: the expression is checked,
+    and the two dispatches run at the same time, each in its own working copy, as two runners would)."""
+    import yaml
+
+    work, origin, shared = act_repo
+    group = yaml.safe_load((work / ".github" / "workflows" / "chain-run.yml").read_text())["concurrency"]["group"]
+    assert "inputs.run_id" in group and "inputs.agent" not in group and "inputs.chain" not in group
+    with FakeGitHub() as github:
+        github.state.add_token(TOKEN, None)
+        with ThreadPoolExecutor(2) as pool:
+            runs = [pool.submit(act, copy, shared, "workflow_dispatch", "chain-run.yml",
+                                {"inputs": {"agent": "oracle", "chain": "toy", "spec_level": "", "steps": "3-3",
+                                            "run_id": run_id}, "ref": "refs/heads/main"}, github.url)
+                    for copy, run_id in ((work, "a1"), (other_copy(work), "b2"))]
+            results = [run.result() for run in runs]
+    for result in results:
+        assert result.returncode == 0, result.stdout[-5000:]
+    for run_id in ("a1", "b2"):
+        assert git("--git-dir", str(origin), "log", "-1", "--format=%s", f"runs/oracle/toy/{run_id}").startswith("finished")
+
+
 INJECTION = "# Owned ![x](http://evil.example/x.png) @maintainers [click](http://evil.example) <b>bold</b>"
 
 
@@ -428,7 +451,7 @@ def test_a_maintainers_smoke_comment_runs_the_pr_agent_as_data_and_reports_inert
     assert_inert(summary)
     assert statuses == [(head, "failure", "swechain-ci/smoke/lazy")]
     assert not (work / "agents" / "lazy.yaml").exists(), "the checkout has no such agent: its manifest came from the API"
-    assert (Path.home() / ".cache" / "swechain-ci-smoke" / "oracles" / "toy").is_dir(), "its own state folder"
+    assert list((Path.home() / ".cache" / "swechain-ci-smoke" / "oracles").glob("toy*")), "its own state folder"
 
 
 @pytest.mark.docker
