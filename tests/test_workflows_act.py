@@ -129,7 +129,7 @@ def offline_actions(work: Path) -> list[str]:
 
 
 def act_command(work: Path, shared: Path, event: str, workflow: str, payload: dict, api: str, *extra: str) -> list[str]:
-    event_file = work.parent / f"{event}.json"
+    event_file = work.parent / f"{work.name}-{event}.json"  # one per working copy: two acts may run at once
     event_file.write_text(json.dumps(payload))
     return [str(VENV_BIN / "act"), event, "-W", f".github/workflows/{workflow}", "-e", str(event_file), *PLATFORMS,
             *offline_actions(work),
@@ -137,9 +137,13 @@ def act_command(work: Path, shared: Path, event: str, workflow: str, payload: di
             "--env", f"SWECHAIN_ACT_SHARED={shared}", *extra]
 
 
-def act(work: Path, shared: Path, event: str, workflow: str, payload: dict, api: str, *extra: str):
+def act(work: Path, shared: Path, event: str, workflow: str, payload: dict, api: str, *extra: str,
+        act_cache: Path | None = None):
+    """``act_cache``: act's own cache folder (XDG_CACHE_HOME), for a second act at the same time: act
+    runs a job in a folder named after the workflow and job, which two processes would share."""
     return subprocess.run(act_command(work, shared, event, workflow, payload, api, *extra),
-                          cwd=work, capture_output=True, text=True, timeout=1500)
+                          cwd=work, capture_output=True, text=True, timeout=1500,
+                          env={**os.environ, "XDG_CACHE_HOME": str(act_cache)} if act_cache else None)
 
 
 REPLAY = "replay:tests/fixtures/replay_toy"  # the same name here and in act's copy: the scorecards name it
@@ -299,6 +303,8 @@ def test_two_runs_of_the_same_agent_and_chain_with_different_run_ids_both_finish
     and the two dispatches run at the same time, each in its own working copy, as two runners would)."""
     import yaml
 
+    from swechain_ci.settings import state_home
+
     work, origin, shared = act_repo
     group = yaml.safe_load((work / ".github" / "workflows" / "chain-run.yml").read_text())["concurrency"]["group"]
     assert "inputs.run_id" in group and "inputs.agent" not in group and "inputs.chain" not in group
@@ -307,8 +313,9 @@ def test_two_runs_of_the_same_agent_and_chain_with_different_run_ids_both_finish
         with ThreadPoolExecutor(2) as pool:
             runs = [pool.submit(act, copy, shared, "workflow_dispatch", "chain-run.yml",
                                 {"inputs": {"agent": "oracle", "chain": "toy", "spec_level": "", "steps": "3-3",
-                                            "run_id": run_id}, "ref": "refs/heads/main"}, github.url)
-                    for copy, run_id in ((work, "a1"), (other_copy(work), "b2"))]
+                                            "run_id": run_id}, "ref": "refs/heads/main"}, github.url,
+                                "--env", f"SWECHAIN_HOME={state_home()}", act_cache=cache)
+                    for copy, run_id, cache in ((work, "a1", None), (other_copy(work), "b2", work.parent / "act-cache"))]
             results = [run.result() for run in runs]
     for result in results:
         assert result.returncode == 0, result.stdout[-5000:]
