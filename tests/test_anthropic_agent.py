@@ -150,7 +150,7 @@ def test_a_run_of_529s_pauses_the_run_and_a_resume_matches_the_uninterrupted_run
 
     outage_at_step_2.done = False
     output = tmp_path / "run"
-    env = {"ANTHROPIC_API_KEY": "test-key", "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+    env = {"SWECHAIN_SECRET_CLAUDE_REFERENCE__ANTHROPIC_API_KEY": "test-key", "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
     with ScriptedServer(outage_at_step_2) as server:
         outage_at_step_2.server = server
         data = yaml.safe_load(MANIFEST.read_text())

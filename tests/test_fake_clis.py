@@ -18,6 +18,7 @@ import pytest
 import yaml
 from conftest import REPO, load_json, run_cli
 
+from swechain_ci.agents.manifest import grant_name
 from swechain_ci.chain import sources, trees
 from swechain_ci.chain.definition import load_chain
 
@@ -62,8 +63,9 @@ def fake_agents(tmp_path_factory, toy_oracle) -> Path:
 
 
 def run_step_one(manifest: Path, output: Path, key: str, value: str):
+    """The toy's step 1 with the runner granting the agent ``key`` (SWECHAIN_SECRET_<AGENT>__<KEY>)."""
     return run_cli("run", "--chain", "toy", "--steps", "1-1", "--agent", str(manifest), "--output", str(output),
-                   env={key: value})
+                   env={grant_name(manifest.stem, key): value})
 
 
 @pytest.fixture(scope="module")
