@@ -45,7 +45,7 @@ jobs:
       - uses: actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2
         with:
           persist-credentials: false
-      - run: scripts/setup
+      - run: scripts/setup --runner
       - run: >-
           .venv/bin/swechain-ci run --chain toy --agent "replay:tests/fixtures/replay_toy"
           --output runs/one/toy/bench --git-branch runs/one/toy/bench --git-repo .
@@ -97,10 +97,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="swechain-bench-") as tmp, FakeGitHub() as github:
         github.state.add_token("bench", None)
         work = repository_copy(Path(tmp))
-        act(work, "one-job.yml", {}, github.url)  # warms the copy's virtualenv for both
-        shutil.rmtree(work / "runs")
+        act(work, "one-job.yml", {}, github.url)  # warms the runner's shared virtualenv for both
         git("--git-dir", str(work.parent / "origin.git"), "branch", "-D", "runs/one/toy/bench")
-        git("branch", "-D", "runs/one/toy/bench", cwd=work)
 
         started = time.perf_counter()
         act(work, "one-job.yml", {}, github.url)
