@@ -75,17 +75,31 @@ def forged_patch(path: str) -> str:
             '+{"forged": "a step record with full marks"}\n')
 
 
-@pytest.mark.parametrize("how", ["dotdot", "absolute"])
+LINK_THEN_WRITE = (
+    "diff --git a/out b/out\nnew file mode 120000\n--- /dev/null\n+++ b/out\n@@ -0,0 +1 @@\n+{target}\n"
+    "\\ No newline at end of file\n"
+)
+
+
+@pytest.mark.parametrize("how", ["dotdot", "absolute", "link"])
 def test_a_replay_patch_cannot_write_outside_the_code_tree(attack, tmp_path, how):
-    # Aimed at the run folder: a forged step.json that re-scoring would count.
-    target = tmp_path / "runs" / "run" / "steps" / "09-forged" / "step.json"
-    path = "../" * 30 + str(target).lstrip("/") if how == "dotdot" else str(target)
-    patch = forged_patch(path) if how == "dotdot" else forged_patch("x").replace("+++ b/x", f"+++ {path}")
+    # Aimed at the run folder: a forged step.json that re-scoring would count (once `git apply
+    # --unsafe-paths` wrote it). "link": a link to the run folder, then a file through it.
+    run_folder = tmp_path / "runs" / "run"
+    target = run_folder / "steps" / "09-forged" / "step.json"
+    if how == "dotdot":
+        patch = forged_patch("../" * 30 + str(target).lstrip("/"))
+    elif how == "absolute":
+        patch = forged_patch("x").replace("+++ b/x", f"+++ {target}")
+    else:
+        patch = LINK_THEN_WRITE.format(target=run_folder) + forged_patch("out/steps/09-forged/step.json")
     run = attack({}, patches={"step-1.build.patch": patch})
     assert not target.exists() and not list(tmp_path.rglob("09-forged"))
     assert run.scorecard["steps_scored"] == 1 and run.build == HONEST_STEP1
     assert run.step["build"]["agent"]["status"] == "crashed"
-    assert "outside the code tree" in run.step["build"]["agent"]["detail"] or "absolute path" in run.step["build"]["agent"]["detail"]
+    detail = run.step["build"]["agent"]["detail"]
+    assert any(why in detail for why in ("outside the code tree", "absolute path", "beyond a symbolic link",
+                                         "link out of the code tree")), detail
     assert load_json(run.output / "run.json")["status"] == "stopped"
 
 
