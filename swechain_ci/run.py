@@ -366,7 +366,8 @@ class ChainRun:
                 self.sandbox, self.chain, self.images.versions[step.next_version], code, self.labels
             )
         gold = sources.materialize(self.chain, step.prev_version).code
-        run = flag_run(runs[agent.code_sha256], gold, code, self.chain.config.test_folder, step.index, name)
+        run = flag_run(runs[agent.code_sha256], gold, code, self.chain.config.test_folder, step.index, name,
+                       self.chain.config.source_root)
         outcomes = resolve(run, step.new_gold)
         universe = scored_universe(step.new_gold, [*step.flaky, *step.needs_network])
         categories = categorize(step.upgrade_related, universe, prev_outcomes, outcomes)

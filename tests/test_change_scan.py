@@ -105,3 +105,38 @@ def test_the_gold_changes_of_the_toy_chain_raise_no_flag():
     for prev, next_ in chain.steps:
         gold, after = sources.materialize(chain, prev).code, sources.materialize(chain, next_).code
         assert change_scan.scan_change(gold, after, chain.config.test_folder) == [], (prev, next_)
+
+
+def test_a_package_importing_itself_is_not_test_machinery_only_where_it_is_that_package(tmp_path):
+    """pytest's own chains: `_pytest` imports in `src/_pytest` are the code under test. The
+    exemption comes from the gold tree's own top-level names, so another chain keeps the rule."""
+    change = "from _pytest.compat import final\nimport os\nos.environ.get('PYTEST_VERSION')\n"
+    gold = write(tmp_path / "gold", {"src/_pytest/__init__.py": "", "src/_pytest/main.py": "x = 1\n",
+                                     "src/pytest/__init__.py": ""})
+    candidate = write(tmp_path / "cand", {"src/_pytest/__init__.py": "", "src/_pytest/main.py": change,
+                                          "src/pytest/__init__.py": ""})
+    assert change_scan.own_names(gold, "src") == {"_pytest", "pytest"}
+    assert change_scan.scan_change(gold, candidate, "testing", "src") == []
+    # The same change in a package that is not pytest is flagged twice over.
+    other_gold = write(tmp_path / "og", {"src/pkg/__init__.py": "", "src/pkg/main.py": "x = 1\n"})
+    other = write(tmp_path / "oc", {"src/pkg/__init__.py": "", "src/pkg/main.py": change})
+    kinds = [f.kind for f in change_scan.scan_change(other_gold, other, "tests", "src")]
+    assert kinds == ["imports_test_machinery", "names_the_harness"]
+    # A candidate cannot widen the exemption by adding a package named like the machinery.
+    widened = write(tmp_path / "wc", {"src/pkg/__init__.py": "", "src/pkg/main.py": change,
+                                      "src/_pytest/__init__.py": ""})
+    assert "imports_test_machinery" in [f.kind for f in change_scan.scan_change(other_gold, widened, "tests", "src")]
+
+
+@pytest.mark.parametrize("step", ["3", "8"])
+def test_the_gold_changes_of_pytest_chain_steps_raise_no_flag(step):
+    """pytest 8.0.2 -> 8.1.1 and 8.2.2 -> 8.3.0, the real sdists: their gold changes write
+    sys.modules, import _pytest and name PYTEST_* variables, as the runner does; the oracle of
+    pytest's own chain stays clean (without the exemption, 1 and 7 flags)."""
+    from swechain_ci.chain import sources
+    from swechain_ci.chain.definition import load_chain
+
+    chain = load_chain("pytest-8").select_steps(step)
+    gold, after = (sources.materialize(chain, v).code for v in chain.versions)
+    assert change_scan.scan_change(gold, after, chain.config.test_folder, ".") != []
+    assert change_scan.scan_change(gold, after, chain.config.test_folder, chain.config.source_root) == []

@@ -21,10 +21,13 @@ from swechain_ci.models import IntegrityFlag, TestRun
 MACHINERY = {"pytest", "_pytest", "pluggy", "pytest_timeout", "pytest_jsonreport", "swechain_guard"}
 GC_WALKS = {"get_objects", "get_referrers", "get_referents"}
 BUILTINS = {"builtins", "__builtins__"}
-HARNESS_STRINGS = re.compile(
-    r"SWECHAIN_|PYTEST_|(^|[^\w.])/(out|work|run|opt/swechain)(/|$)|/proc/self/fd|swechain_guard|launch_pytest"
+HARNESS_PATTERN = (
+    r"SWECHAIN_|(^|[^\w.])/(out|work|run|opt/swechain)(/|$)|/proc/self/fd|swechain_guard|launch_pytest"
     r"|run_hidden_tests|stream\.jsonl|report\.json|failed_imports"
 )
+HARNESS_STRINGS = re.compile(HARNESS_PATTERN + r"|PYTEST_")
+# pytest's own code names its PYTEST_* variables; for a package that is pytest, they are its own.
+HARNESS_STRINGS_OF_PYTEST = re.compile(HARNESS_PATTERN)
 MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_FLAGS = 20
 
@@ -55,11 +58,13 @@ def top(module: str) -> str:
     return module.split(".", 1)[0]
 
 
-def imports_machinery(node: ast.AST) -> bool:
-    return any(top(m) in MACHINERY for m in imported_modules(node))
+def imports_machinery(node: ast.AST, own: frozenset[str]) -> bool:
+    """An import of pytest, pluggy or the harness; a package's imports of itself never count
+    (pytest's own chains: ``_pytest`` is the code under test)."""
+    return any(top(m) in MACHINERY - own for m in imported_modules(node))
 
 
-def walks_gc(node: ast.AST) -> bool:
+def walks_gc(node: ast.AST, own: frozenset[str] = frozenset()) -> bool:
     if isinstance(node, ast.Attribute) and node.attr in GC_WALKS:
         return True
     return isinstance(node, ast.ImportFrom) and node.module == "gc" and any(a.name in GC_WALKS for a in node.names)
@@ -88,7 +93,7 @@ def mutating_call_on(node: ast.AST, names: set[str]) -> bool:
     return False
 
 
-def writes_sys_modules(node: ast.AST) -> bool:
+def writes_sys_modules(node: ast.AST, own: frozenset[str] = frozenset()) -> bool:
     for target in targets(node):
         if isinstance(target, ast.Subscript) and dotted(target.value) == "sys.modules":
             return True
@@ -97,7 +102,7 @@ def writes_sys_modules(node: ast.AST) -> bool:
     return mutating_call_on(node, {"sys.modules"})
 
 
-def writes_builtins(node: ast.AST) -> bool:
+def writes_builtins(node: ast.AST, own: frozenset[str] = frozenset()) -> bool:
     for target in targets(node):
         if isinstance(target, ast.Attribute) and dotted(target.value) in BUILTINS:
             return True
@@ -106,21 +111,26 @@ def writes_builtins(node: ast.AST) -> bool:
     return mutating_call_on(node, BUILTINS | {"builtins.__dict__"})
 
 
-def exits_or_hooks_exit(node: ast.AST) -> bool:
+def exits_or_hooks_exit(node: ast.AST, own: frozenset[str] = frozenset()) -> bool:
     if isinstance(node, ast.Attribute) and node.attr == "_exit":
         return True
     return any(top(m) == "atexit" for m in imported_modules(node))
 
 
-def names_the_harness(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str) and bool(HARNESS_STRINGS.search(node.value))
+def names_the_harness(node: ast.AST, own: frozenset[str] = frozenset()) -> bool:
+    pattern = HARNESS_STRINGS_OF_PYTEST if own & {"pytest", "_pytest"} else HARNESS_STRINGS
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and bool(pattern.search(node.value))
 
 
 @dataclass(frozen=True)
 class Rule:
     kind: str
     what: str
-    matches: Callable[[ast.AST], bool]
+    matches: Callable[[ast.AST, frozenset[str]], bool]  # node, the package's own top-level names
+    # Whether the rule holds where the package is the test runner itself (pytest's own chains):
+    # there, touching sys.modules or exiting is what the code under test does for a living, and
+    # only the harness's own names stay off limits (README, "what differs for pytest's chains").
+    for_the_runner: bool = False
 
 
 # Ordered: a node is reported under the first rule it matches.
@@ -130,7 +140,7 @@ RULES = (
     Rule("writes_sys_modules", "writes to sys.modules", writes_sys_modules),
     Rule("writes_builtins", "writes to builtins", writes_builtins),
     Rule("process_exit", "ends the process behind pytest's back (os._exit, atexit)", exits_or_hooks_exit),
-    Rule("names_the_harness", "names the harness's paths or variables", names_the_harness),
+    Rule("names_the_harness", "names the harness's paths or variables", names_the_harness, for_the_runner=True),
 )
 
 
@@ -156,16 +166,18 @@ class Unalias(ast.NodeTransformer):
         return ast.copy_location(spelled, node)
 
 
-def findings(source: str, filename: str) -> Iterator[tuple[Rule, int, str]]:
+def findings(source: str, filename: str, own: frozenset[str] = frozenset()) -> Iterator[tuple[Rule, int, str]]:
     """(rule, line, source text) for each construct of a module that a rule matches."""
     try:
         tree = ast.parse(source, filename=filename)
         tree = Unalias(tree).visit(tree)
     except (SyntaxError, ValueError, RecursionError):
         return
+    runner = bool(own & MACHINERY)
+    rules = [rule for rule in RULES if rule.for_the_runner or not runner]
     for node in ast.walk(tree):
-        for rule in RULES:
-            if rule.matches(node):
+        for rule in rules:
+            if rule.matches(node, own):
                 yield rule, getattr(node, "lineno", 0), ast.unparse(node).strip()[:200]
                 break
 
@@ -180,9 +192,23 @@ def python_files(root: Path, excluded: Callable[[PurePosixPath], bool]) -> dict[
     return files
 
 
-def scan_change(gold: Path, candidate: Path, test_folder: str) -> list[IntegrityFlag]:
+def own_names(gold: Path, source_root: str) -> frozenset[str]:
+    """The top-level modules and packages the gold code itself provides (from the gold tree,
+    never the candidate's, so a candidate cannot widen it)."""
+    root = gold / source_root
+    if not root.is_dir():
+        return frozenset()
+    return frozenset(
+        p.stem if p.suffix == ".py" else p.name
+        for p in root.iterdir()
+        if (p.suffix == ".py" and p.is_file()) or (p.is_dir() and (p / "__init__.py").is_file())
+    )
+
+
+def scan_change(gold: Path, candidate: Path, test_folder: str, source_root: str = ".") -> list[IntegrityFlag]:
     """Flags for what the candidate's changed files do that the gold code does not."""
     tests = PurePosixPath(test_folder)
+    own = own_names(gold, source_root)
 
     def excluded(rel: PurePosixPath) -> bool:
         return rel == tests or tests in rel.parents
@@ -191,21 +217,22 @@ def scan_change(gold: Path, candidate: Path, test_folder: str) -> list[Integrity
     known = {
         (rule.kind, text)
         for rel, data in gold_files.items()
-        for rule, _, text in findings(data.decode(errors="replace"), str(rel))
+        for rule, _, text in findings(data.decode(errors="replace"), str(rel), own)
     }
     flags: list[IntegrityFlag] = []
     for rel, data in python_files(candidate, excluded).items():
         if gold_files.get(rel) == data:
             continue
-        for rule, line, text in findings(data.decode(errors="replace"), str(rel)):
+        for rule, line, text in findings(data.decode(errors="replace"), str(rel), own):
             if (rule.kind, text) not in known and len(flags) < MAX_FLAGS:
                 flags.append(IntegrityFlag(kind=rule.kind, detail=f"{rule.what}: {text}"[:500], location=f"{rel}:{line}"))
     return flags
 
 
-def flag_run(run: TestRun, gold: Path, candidate: Path, test_folder: str, step: int, phase: str) -> TestRun:
+def flag_run(run: TestRun, gold: Path, candidate: Path, test_folder: str, step: int, phase: str,
+             source_root: str = ".") -> TestRun:
     """The run with the scan's flags added to the harness's, each stamped with its step and phase."""
-    flags = [*run.integrity_flags, *scan_change(gold, candidate, test_folder)]
+    flags = [*run.integrity_flags, *scan_change(gold, candidate, test_folder, source_root)]
     stamped = []
     for flag in flags:  # a run reused for identical code already carries the scan's flags
         flag = flag.model_copy(update={"step": step, "phase": phase})
