@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -253,7 +254,9 @@ def run(
     from swechain_ci.github.phase_summaries import phase_summary
     from swechain_ci.github.reporting import write_job_summary, write_outputs
 
+    job_files = {name: os.environ[name] for name in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT") if name in os.environ}
     done = run_phase(chain, agent, output, phase, step, spec_level, steps, branch)
+    os.environ.update(job_files)  # the run hides GITHUB_* from what its agents run; the phase has ended
     at = done.ran or done.next
     if done.ran is not None:
         markdown = phase_summary(output.resolve(), done.ran.step.index, phase)
