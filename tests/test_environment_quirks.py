@@ -67,9 +67,10 @@ def test_without_pkg_info_the_metadata_names_package_and_version(tmp_path):
 def test_the_harness_puts_the_metadata_on_the_path_only_when_the_image_has_it(tmp_path, monkeypatch):
     monkeypatch.setattr(harness, "TARGET", tmp_path)
     settings = {"source_root": "src"}
-    assert harness.python_path(settings) == [harness.HARNESS, harness.RUN / "src"]
+    # What follows site-packages: the source root, then the run folder (the working folder).
+    assert harness.python_path(settings) == [harness.RUN / "src", harness.RUN]
     (tmp_path / "dist").mkdir()
-    assert harness.python_path(settings) == [harness.HARNESS, harness.RUN / "src", tmp_path / "dist"]
+    assert harness.python_path(settings) == [harness.RUN / "src", tmp_path / "dist", harness.RUN]
 
 
 def test_pkg_info_declares_runtime_requirements_and_extras():
