@@ -415,13 +415,9 @@ def unpack_archive(archive: Path, dest: Path) -> None:
             rel = _strip(rel, top)
             if rel is None:
                 continue
-            if member.isdir():
-                out.directory(rel)
-            elif member.isreg():
-                out.file(rel, tar.extractfile(member), member.size, bool(member.mode & 0o111))
-            elif member.issym():
-                out.symlink(rel, member.linkname)
-            elif member.islnk():
+            if out.tar_member(rel, member, tar):
+                continue
+            if member.islnk():
                 link = _member_path(member.linkname)
                 link = _strip(link, top) if link is not None else None
                 source = out.target(link) if link is not None else None

@@ -162,6 +162,18 @@ class SafeWriter:
         if not link_stays_inside(self.root, self.root / rel):
             target.unlink()
 
+    def tar_member(self, rel: PurePosixPath, member: tarfile.TarInfo, tar: tarfile.TarFile) -> bool:
+        """Write a folder, file or symlink member; False for any other kind (the caller decides)."""
+        if member.isdir():
+            self.directory(rel)
+        elif member.isreg():
+            self.file(rel, tar.extractfile(member), member.size, bool(member.mode & 0o111))
+        elif member.issym():
+            self.symlink(rel, member.linkname)
+        else:
+            return False
+        return True
+
 
 class CappedStream(io.RawIOBase):
     """A chunk iterator read as a file, ending in a ``SwechainError`` past ``limit`` bytes."""
@@ -213,12 +225,7 @@ def unpack_untrusted(chunks, dest: Path, strip: str) -> None:
                     name = PurePosixPath(*name.parts[1:]) if len(name.parts) > 1 else PurePosixPath(".")
                 if str(name) == "." or name.is_absolute() or ".." in name.parts or is_junk(name):
                     continue
-                if member.isdir():
-                    out.directory(name)
-                elif member.isreg():
-                    out.file(name, tar.extractfile(member), member.size, bool(member.mode & 0o111))
-                elif member.issym():
-                    out.symlink(name, member.linkname)
+                out.tar_member(name, member, tar)
     except tarfile.TarError as exc:
         raise SwechainError(f"the agent's code tree is not a readable archive ({exc})") from None
     finally:
