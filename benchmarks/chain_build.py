@@ -2,6 +2,7 @@
 of running one step's hidden tests in a container against a bare pytest run on the host.
 
 Usage: .venv/bin/python benchmarks/chain_build.py [CHAIN] [--steps A-B] [--skip-cold]
+       .venv/bin/python benchmarks/chain_build.py CHAIN --steps A-B --first-build [--spec-level L1]
 
 - cold: no images of the chain and an empty state home (sdists, resolutions, wheels
   and oracle fetched and built again); the base image is kept (bootstrapping it is
@@ -10,6 +11,9 @@ Usage: .venv/bin/python benchmarks/chain_build.py [CHAIN] [--steps A-B] [--skip-
 - ratio: median of 3 containerised runs of the last step's target suite on its own
   code, over the median of 3 bare `pytest` runs of the same tests and code on the
   host, in a venv with the same pinned requirements.
+- first build (for chains whose suites take minutes per run): one `chain build` from the
+  state as it is (images and oracle built where missing, nothing removed or forced), then
+  the oracle and the noop agent over the same steps, each timed once, with their scores.
 """
 
 from __future__ import annotations
@@ -90,13 +94,40 @@ def container_vs_bare(chain_id: str, steps: str | None) -> tuple[float, float]:
     return statistics.median(contained), statistics.median(bare)
 
 
+def timed_run(chain: str, steps: list[str], agent: str, spec_level: str, output: Path) -> tuple[float, str]:
+    """One `swechain-ci run`; its wall time and the scorecard's Build line."""
+    started = time.perf_counter()
+    done = subprocess.run([*CLI, "run", "--chain", chain, "--agent", agent, *steps, "--spec-level", spec_level,
+                           "--output", str(output)], cwd=REPO, capture_output=True, text=True, check=True)
+    elapsed = time.perf_counter() - started
+    build = next((line.strip() for line in done.stdout.splitlines()
+                  if [c.strip() for c in line.split("|")[1:3]] == ["chain", "Build"]), "")
+    return elapsed, build
+
+
+def first_build(chain: str, steps: list[str], spec_level: str) -> None:
+    build = timed_build(chain, steps, dict(os.environ), force=False)
+    print(f"chain build ({chain} {' '.join(steps) or 'all steps'}), from the state as it was: {build:.1f} s")
+    count, mib = image_disk_use(chain)
+    print(f"images: {count}, disk use {mib:.0f} MiB (shared layers counted once)")
+    with tempfile.TemporaryDirectory() as runs:
+        for agent in ("oracle", "noop"):
+            elapsed, line = timed_run(chain, steps, agent, spec_level, Path(runs) / agent)
+            print(f"run --agent {agent}: {elapsed:.1f} s  {line}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("chain", nargs="?", default="pyjwt")
     parser.add_argument("--steps")
     parser.add_argument("--skip-cold", action="store_true")
+    parser.add_argument("--first-build", action="store_true")
+    parser.add_argument("--spec-level", default="L1")
     args = parser.parse_args()
     steps = ["--steps", args.steps] if args.steps else []
+    if args.first_build:
+        first_build(args.chain, steps, args.spec_level)
+        return
     env = dict(os.environ)
     if not args.skip_cold:
         with tempfile.TemporaryDirectory() as home:

@@ -372,3 +372,31 @@ def test_a_release_without_a_changelog_borrows_the_nearest_later_one(tmp_path):
     assert chain_release_notes(chain, "0.4.0").taken_from is None
     last = release_notes(tmp_path / "toy" / "versions" / "0.4.0", "0.4.0")
     assert last.found and last.taken_from is None
+
+
+# --------------------------------------------------------------------------- pytest: a changelog at an unusual path
+
+def test_pytest_release_notes_come_from_the_file_chain_yaml_names():
+    """pytest's sdist ships a CHANGELOG.rst that only points to doc/en/changelog.rst, whose
+    headings name the package first (``pytest 8.0.1 (2024-02-16)``)."""
+    pytest8 = load_chain("pytest-8")
+    assert pytest8.config.changelog == "doc/en/changelog.rst"
+    notes = chain_release_notes(pytest8, "8.0.1")
+    assert (notes.found, notes.source_file, notes.heading_label) == (True, "doc/en/changelog.rst", "8.0.1 (2024-02-16)")
+    assert categories(notes) == {"Bug Fixes": 6}
+    assert notes.tasks[0].references[0].id == "11875"
+    # Without the chain's data, the usual file is found and has no section: nothing is guessed.
+    default = release_notes(materialize(pytest8, "8.0.1").root, "8.0.1")
+    assert (default.found, default.source_file) == (False, "CHANGELOG.rst")
+
+
+def test_a_package_name_before_the_version_is_read_only_for_that_package():
+    text = "Changelog\n=========\n\npytest 1.2.0 (2024-01-01)\n-------------------------\n\n- Fixed a thing.\n"
+    assert extract_release_notes(text, "1.2.0", "changelog.rst", package="pytest").tasks[0].text == "Fixed a thing."
+    other = extract_release_notes(text, "1.2.0", "changelog.rst", package="attrs")
+    assert not other.found
+
+
+def test_a_changelog_named_in_chain_yaml_but_missing_is_reported_as_not_shipped(tmp_path):
+    notes = release_notes(tmp_path, "1.0.0", "doc/en/changelog.rst")
+    assert not notes.found and "doc/en/changelog.rst" in notes.note

@@ -208,6 +208,9 @@ class ChainConfig(Strict):
     python: str = Field("3.11", description="the interpreter: picks the base image, wheels and resolution")
     source_root: str = Field(".", description="folder of the code tree that holds the import package")
     test_folder: str = "tests"
+    changelog: str | None = Field(
+        None, description="the release tree's changelog when it is not at a usual name (pytest: doc/en/changelog.rst)",
+    )
     protected_files: list[str] = Field(
         default_factory=lambda: ["pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.ini"]
     )
@@ -236,9 +239,11 @@ class ChainConfig(Strict):
             raise ValueError(f"Python {value} has no base image here; use one of {', '.join(INTERPRETERS)}")
         return value
 
-    @field_validator("test_folder", "source_root")
+    @field_validator("test_folder", "source_root", "changelog")
     @classmethod
-    def _relative(cls, value: str) -> str:
+    def _relative(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         if value.startswith("/") or ".." in Path(value).parts:
             raise ValueError("expected a path relative to the package root, without '..'")
         return value.strip("/") or "."

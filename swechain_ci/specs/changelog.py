@@ -550,11 +550,18 @@ def section_end(doc: Document, heading: Heading) -> int:
 
 
 def extract_release_notes(
-    text: str, version: str, source_file: str = "CHANGELOG.md", fmt: Format | None = None
+    text: str, version: str, source_file: str = "CHANGELOG.md", fmt: Format | None = None,
+    package: str | None = None,
 ) -> ReleaseNotes:
-    """The release notes of ``version`` in a changelog's text."""
+    """The release notes of ``version`` in a changelog's text. With ``package``, a heading may
+    name it before the version (pytest's ``pytest 8.0.1 (2024-02-16)``)."""
     fmt = fmt or detect_format(source_file, text)
     doc = parse_document(text, fmt)
+    if package:
+        prefix = package.lower() + " "
+        for h in doc.headings:
+            if h.label.lower().startswith(prefix):
+                h.label = h.label[len(prefix):]
     heading, matched_by, note = find_section(doc, version)
     if heading is None:
         sections = [h.label for h in section_headings(doc)]
@@ -571,21 +578,23 @@ def extract_release_notes(
     )
 
 
-def release_notes(root: Path, version: str) -> ReleaseNotes:
-    """The release notes of ``version`` in the changelog shipped in the release tree ``root``."""
-    path = find_changelog(root)
-    if path is None:
+def release_notes(root: Path, version: str, changelog: str | None = None, package: str | None = None) -> ReleaseNotes:
+    """The release notes of ``version`` in the changelog shipped in the release tree ``root``:
+    the file ``changelog`` names (relative to ``root``), else the first of :data:`CANDIDATES`."""
+    path = find_changelog(root) if changelog is None else root / changelog
+    if path is None or not path.is_file():
+        looked_for = changelog or ", ".join(CANDIDATES)
         return ReleaseNotes(
             version=version, found=False, source_file=None, source_format=None, heading=None, heading_label=None,
             line=None,
-            matched_by=None, note=f"the release tree ships no changelog (looked for {', '.join(CANDIDATES)})",
+            matched_by=None, note=f"the release tree ships no changelog (looked for {looked_for})",
             tasks=[],
         )
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise SwechainError(f"{path}: cannot read the changelog ({exc}); check the release tree") from None
-    return extract_release_notes(text, version, path.relative_to(root).as_posix())
+    return extract_release_notes(text, version, path.relative_to(root).as_posix(), package=package)
 
 
 def chain_release_notes(chain, version: str) -> ReleaseNotes:
@@ -597,12 +606,12 @@ def chain_release_notes(chain, version: str) -> ReleaseNotes:
     """
     from swechain_ci.chain.sources import materialize
 
-    own = release_notes(materialize(chain, version).root, version)
+    own = release_notes(materialize(chain, version).root, version, chain.config.changelog, chain.config.package)
     if own.found:
         return own
     later = chain.versions[chain.versions.index(version) + 1:] if version in chain.versions else []
     for candidate in later:
-        notes = release_notes(materialize(chain, candidate).root, version)
+        notes = release_notes(materialize(chain, candidate).root, version, chain.config.changelog, chain.config.package)
         if notes.found:
             why = "ships no changelog" if own.source_file is None else f"has no section for it in {own.source_file}"
             taken = f"the {version} release {why}; this section is from the changelog shipped in {candidate}"
