@@ -164,8 +164,31 @@ class Metrics(BaseModel):
     fp: int
 
 
-class AgentOutcome(BaseModel):
-    """What one agent phase did, as the harness saw it.
+class Usage(BaseModel):
+    """Turns, tokens and dollars summed over agent phases; a field no phase reports is null."""
+
+    model_config = ConfigDict(extra="forbid")
+    turns: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cost_usd: float | None = None
+
+    @classmethod
+    def total(cls, parts: list[Usage]) -> Usage:
+        def summed(name: str) -> int | float | None:
+            known = [getattr(p, name) for p in parts if getattr(p, name) is not None]
+            return sum(known) if known else None
+
+        totals = {name: summed(name) for name in Usage.model_fields}
+        if totals["cost_usd"] is not None:
+            totals["cost_usd"] = round(totals["cost_usd"], 8)
+        return cls(**totals)
+
+
+class AgentOutcome(Usage):
+    """What one agent phase did, as the harness saw it, with its own turns, tokens and dollars.
 
     ``infra_error``: the provider or the network failed, not the agent (agents/triage.py);
     such a phase is never scored and pauses the run."""
@@ -180,40 +203,11 @@ class AgentOutcome(BaseModel):
     detail: str = ""
     wall_s: float = 0.0
     exit_code: int | None = None
-    turns: int | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    cost_usd: float | None = None
     cost_source: Literal["cli", "prices"] | None = Field(
         None, description="cli: dollars the agent's CLI reported; prices: tokens priced with prices.yaml")
     prices_date: str | None = Field(None, description="the date of the price table, when prices were used")
     cli_session: str | None = Field(None, description="the session id the CLI reported (its Fix resumes it)")
     output_truncated: bool = False
-
-
-class Usage(BaseModel):
-    """Turns, tokens and dollars summed over agent phases; a field no phase reports is null."""
-
-    model_config = ConfigDict(extra="forbid")
-    turns: int | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    cost_usd: float | None = None
-
-    @classmethod
-    def total(cls, parts: list[AgentOutcome] | list[Usage]) -> Usage:
-        def summed(name: str) -> int | float | None:
-            known = [getattr(p, name) for p in parts if getattr(p, name) is not None]
-            return sum(known) if known else None
-
-        totals = {name: summed(name) for name in cls.model_fields}
-        if totals["cost_usd"] is not None:
-            totals["cost_usd"] = round(totals["cost_usd"], 8)
-        return cls(**totals)
 
 
 class DiffStats(BaseModel):
