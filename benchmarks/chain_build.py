@@ -2,7 +2,7 @@
 of running one step's hidden tests in a container against a bare pytest run on the host.
 
 Usage: .venv/bin/python benchmarks/chain_build.py [CHAIN] [--steps A-B] [--skip-cold]
-       .venv/bin/python benchmarks/chain_build.py CHAIN --steps A-B --first-build [--spec-level L1]
+       .venv/bin/python benchmarks/chain_build.py CHAIN [--steps A-B] --first-build [--spec-level L1] [--no-agents]
 
 - cold: no images of the chain and an empty state home (sdists, resolutions, wheels
   and oracle fetched and built again); the base image is kept (bootstrapping it is
@@ -34,9 +34,16 @@ CLI = [sys.executable, "-m", "swechain_ci"]
 
 def timed_build(chain: str, steps: list[str], env: dict, force: bool) -> float:
     started = time.perf_counter()
-    subprocess.run([*CLI, "chain", "build", chain, *steps, *(["--force"] if force else [])],
-                   cwd=REPO, env=env, check=True, capture_output=True)
+    checked(subprocess.run([*CLI, "chain", "build", chain, *steps, *(["--force"] if force else [])],
+                           cwd=REPO, env=env, capture_output=True, text=True))
     return time.perf_counter() - started
+
+
+def checked(done: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    """Stop with the command's own error line, not a traceback that hides it."""
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(done.args[2:])} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    return done
 
 
 def remove_images(chain: str) -> None:
@@ -97,19 +104,21 @@ def container_vs_bare(chain_id: str, steps: str | None) -> tuple[float, float]:
 def timed_run(chain: str, steps: list[str], agent: str, spec_level: str, output: Path) -> tuple[float, str]:
     """One `swechain-ci run`; its wall time and the scorecard's Build line."""
     started = time.perf_counter()
-    done = subprocess.run([*CLI, "run", "--chain", chain, "--agent", agent, *steps, "--spec-level", spec_level,
-                           "--output", str(output)], cwd=REPO, capture_output=True, text=True, check=True)
+    done = checked(subprocess.run([*CLI, "run", "--chain", chain, "--agent", agent, *steps, "--spec-level", spec_level,
+                                   "--output", str(output)], cwd=REPO, capture_output=True, text=True))
     elapsed = time.perf_counter() - started
     build = next((line.strip() for line in done.stdout.splitlines()
                   if [c.strip() for c in line.split("|")[1:3]] == ["chain", "Build"]), "")
     return elapsed, build
 
 
-def first_build(chain: str, steps: list[str], spec_level: str) -> None:
+def first_build(chain: str, steps: list[str], spec_level: str, agents: bool) -> None:
     build = timed_build(chain, steps, dict(os.environ), force=False)
     print(f"chain build ({chain} {' '.join(steps) or 'all steps'}), from the state as it was: {build:.1f} s")
     count, mib = image_disk_use(chain)
     print(f"images: {count}, disk use {mib:.0f} MiB (shared layers counted once)")
+    if not agents:
+        return
     with tempfile.TemporaryDirectory() as runs:
         for agent in ("oracle", "noop"):
             elapsed, line = timed_run(chain, steps, agent, spec_level, Path(runs) / agent)
@@ -123,10 +132,11 @@ def main() -> None:
     parser.add_argument("--skip-cold", action="store_true")
     parser.add_argument("--first-build", action="store_true")
     parser.add_argument("--spec-level", default="L1")
+    parser.add_argument("--no-agents", action="store_true", help="with --first-build: the build only")
     args = parser.parse_args()
     steps = ["--steps", args.steps] if args.steps else []
     if args.first_build:
-        first_build(args.chain, steps, args.spec_level)
+        first_build(args.chain, steps, args.spec_level, agents=not args.no_agents)
         return
     env = dict(os.environ)
     if not args.skip_cold:
