@@ -88,3 +88,93 @@ def test_wheels_from_sdists_must_be_exact_pins(tmp_path):
     with pytest.raises(SwechainError, match="not an exact pin"):
         environments.built_wheels(chain)
     assert environments.built_wheels(chain_with(tmp_path, {})) == []
+
+
+def own(requirements: list[str]) -> list[str]:
+    """The requirements a demo version declares, without the harness's."""
+    harness = environments.requirement_lines(environments.HARNESS_REQUIREMENTS.read_text())
+    return [r for r in requirements if r not in harness]
+
+
+def test_by_version_names_the_requirement_file_or_dependency_group_each_range_declares(tmp_path):
+    """A package that moved its test set from a requirements file (1.0) to a PEP 735 group (2.x)."""
+    chain = chain_with(tmp_path, {"by_version": [
+        {"versions": "<2.0", "requirement_files": ["dev-requirements.txt"]},
+        {"versions": ">=2.0", "extras": ["dev"]},
+    ]})
+    (tmp_path / "versions" / "1.0" / "dev-requirements.txt").write_text("pytest==7.4.0\n")
+    for version in ("2.0", "2.1"):
+        with (tmp_path / "versions" / version / "pyproject.toml").open("a") as pyproject:
+            pyproject.write('[dependency-groups]\ndev = ["pytest>=8"]\n')
+    assert own(environments.requirements(chain, "1.0")) == ["dep>=1", "pytest==7.4.0"]
+    assert own(environments.requirements(chain, "2.0")) == ["dep>=1", "pytest>=8"]
+    (tmp_path / "versions" / "2.1" / "pyproject.toml").write_text('[project]\nname = "demo"\n')
+    with pytest.raises(SwechainError, match=r"field 'environment.by_version': version 2.1 declares no extra or "
+                                            r"dependency group 'dev' \(it has: none\)"):
+        environments.requirements(chain, "2.1")
+
+
+def test_a_by_version_override_replaces_the_chain_wide_one_for_its_versions_only(tmp_path):
+    chain = chain_with(tmp_path, {
+        "override": {"dep": "dep==1.5"},
+        "by_version": [{"versions": ">=2.0,<2.1", "override": {"DEP": "dep==2.0"}}],
+    })
+    assert own(environments.requirements(chain, "1.0")) == ["dep==1.5"]
+    assert own(environments.requirements(chain, "2.0")) == ["dep==2.0"]
+    assert own(environments.requirements(chain, "2.1")) == ["dep==1.5"]
+
+
+def test_a_by_version_entry_that_names_nothing_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="the entry for versions '<2.0' names nothing"):
+        chain_with(tmp_path, {"by_version": [{"versions": "<2.0"}]})
+
+
+@pytest.mark.parametrize(("line", "read"), [
+    # pip splits a requirements-file line's markers at ';'; PEP 508 needs a space after a URL.
+    ('trio @ git+https://example.org/trio@e4c8; python_version == "3.13"',
+     'trio @ git+https://example.org/trio@e4c8 ; python_version == "3.13"'),
+    ('cryptography==41.0.4;implementation_name!="pypy"', 'cryptography==41.0.4;implementation_name!="pypy"'),
+    ("hypercorn @ git+https://example.org/hypercorn@urllib3-changes",
+     "hypercorn @ git+https://example.org/hypercorn@urllib3-changes"),
+])
+def test_requirement_lines_are_read_as_pip_reads_them(line, read):
+    assert environments.pip_requirement_line(line) == read
+
+
+def test_a_url_requirement_must_be_overridden_by_a_released_version(tmp_path):
+    """Pins come from the index, so a git checkout could not be reproduced in the image: the
+    chain names a released version instead. One that applies only to another Python is left to pip."""
+    chain = chain_with(tmp_path, {"requirement_files": ["dev-requirements.txt"]})
+    for version in ("1.0", "2.0", "2.1"):
+        (tmp_path / "versions" / version / "dev-requirements.txt").write_text(
+            "hypercorn @ git+https://example.org/hypercorn@urllib3-changes\n"
+            'cffi @ git+https://example.org/cffi@1472; python_version == "3.13"\n'
+        )
+    with pytest.raises(SwechainError) as caught:
+        environments.requirements(chain, "1.0")
+    assert str(caught.value) == (
+        "version 1.0 of chain demo: hypercorn is required from git+https://example.org/hypercorn@urllib3-changes, "
+        "which the package index cannot pin; name a released version for it under 'environment.override' "
+        "(or a by_version entry's override) in chain.yaml"
+    )
+    chain = chain_with(tmp_path, {"requirement_files": ["dev-requirements.txt"],
+                                  "by_version": [{"versions": ">=2.0", "override": {"hypercorn": "hypercorn==0.15.0"}}]})
+    assert own(environments.requirements(chain, "2.0")) == [
+        "dep>=1", "hypercorn==0.15.0", 'cffi @ git+https://example.org/cffi@1472 ; python_version == "3.13"']
+    with pytest.raises(SwechainError, match="hypercorn is required from"):
+        environments.requirements(chain, "1.0")
+
+
+def test_a_bad_override_is_named(tmp_path):
+    chain = chain_with(tmp_path, {"override": {"dep": "dep = 2"}})
+    with pytest.raises(SwechainError, match=r"field 'environment.override': bad requirement 'dep = 2'"):
+        environments.requirements(chain, "1.0")
+
+
+def test_pip_ignores_a_url_requirement_for_another_python_without_fetching_it(tmp_path, monkeypatch):
+    """Real resolution: the URL (a closed loopback port) is never contacted."""
+    monkeypatch.setenv("SWECHAIN_HOME", str(tmp_path))
+    pins = environments.resolve(
+        ["iniconfig==2.0.0", 'cffi @ git+https://127.0.0.1:9/cffi@1472 ; python_version == "3.13"'], "3.11")
+    assert pins == ["iniconfig==2.0.0"]
+

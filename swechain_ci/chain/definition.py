@@ -160,11 +160,18 @@ class OracleSettings(Strict):
 
 
 class VersionedRequirements(Strict):
-    """Requirements added only for the chain versions a specifier matches, e.g. a dependency's
-    upper bound that the version's era kept without declaring it."""
+    """Environment fields for only the chain versions a specifier matches, added to the chain-wide
+    ones: the extras or requirement files a range of versions declares its test set in, a
+    dependency's upper bound that the version's era kept without declaring it, or an override
+    of a requirement only those versions pin."""
 
     versions: str = Field(description="a PEP 440 specifier on the chain version, e.g. '>=2.0,<2.1'")
-    extra: list[str] = Field(min_length=1, description="pip requirements added for those versions")
+    extras: list[str] = Field(default_factory=list, description="the versions' own extras or dependency groups")
+    requirement_files: list[str] = Field(default_factory=list, description="requirements files in those trees")
+    override: dict[str, str] = Field(
+        default_factory=dict, description="name -> requirement used instead, over the chain-wide override",
+    )
+    extra: list[str] = Field(default_factory=list, description="pip requirements added for those versions")
 
     @field_validator("versions")
     @classmethod
@@ -174,6 +181,15 @@ class VersionedRequirements(Strict):
         except InvalidSpecifier as exc:
             raise ValueError(f"expected a version specifier such as '>=2.0,<2.1': {exc}") from None
         return value
+
+    @model_validator(mode="after")
+    def _says_something(self) -> VersionedRequirements:
+        if not (self.extras or self.requirement_files or self.override or self.extra):
+            raise ValueError(
+                f"the entry for versions '{self.versions}' names nothing: give it extras, requirement_files, "
+                "override or extra"
+            )
+        return self
 
 
 class Environment(Strict):
@@ -185,7 +201,8 @@ class Environment(Strict):
     override: dict[str, str] = Field(default_factory=dict, description="name -> requirement used instead")
     extra: list[str] = Field(default_factory=list, description="extra test dependencies (pip requirements)")
     by_version: list[VersionedRequirements] = Field(
-        default_factory=list, description="extra requirements for the versions a specifier matches"
+        default_factory=list, description="extras, requirement files, overrides and extra requirements for the "
+        "versions a specifier matches",
     )
     wheels_from_sdists: list[str] = Field(
         default_factory=list,

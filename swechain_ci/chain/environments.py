@@ -112,39 +112,61 @@ def declared_groups(tree: Path) -> dict:
     return tomllib.loads(pyproject.read_text()).get("dependency-groups", {}) if pyproject.is_file() else {}
 
 
+def pip_requirement_line(line: str) -> str:
+    """``line`` as pip reads it from a requirements file, in PEP 508 form: pip takes the markers
+    after the first ';' even where a URL leaves no space before it
+    (``trio @ git+https://…@rev; python_version == "3.13"``), which PEP 508 needs."""
+    try:
+        Requirement(line)
+    except InvalidRequirement:
+        spec, separator, marker = line.partition(";")
+        if separator:
+            return f"{spec.strip()} ; {marker.strip()}"
+    return line
+
+
 def requirements(chain: Chain, version: str) -> list[str]:
     """The unresolved requirements of one version's test environment."""
     tree = sources.source_root(chain, version)
     env = chain.config.environment
+    for_version = [entry for entry in env.by_version if version in SpecifierSet(entry.versions)]
     base, extras = declared_metadata(tree)
     wanted = list(base)
     groups = declared_groups(tree)
-    for extra in env.extras:
+    named_extras = [("environment.extras", e) for e in env.extras] + [
+        ("environment.by_version", e) for entry in for_version for e in entry.extras
+    ]
+    for field, extra in named_extras:
         if extra in extras:
             wanted += extras[extra]
         elif extra in groups:  # the same set, declared as a PEP 735 group from some version on
             wanted += dependency_groups.resolve(groups, extra)
         else:
             raise SwechainError(
-                f"{chain.folder / 'chain.yaml'}: field 'environment.extras': version {version} declares no extra "
+                f"{chain.folder / 'chain.yaml'}: field '{field}': version {version} declares no extra "
                 f"or dependency group '{extra}' (it has: {', '.join(sorted({*extras, *groups})) or 'none'})"
             )
-    for name in env.requirement_files:
+    named_files = [("environment.requirement_files", n) for n in env.requirement_files] + [
+        ("environment.by_version", n) for entry in for_version for n in entry.requirement_files
+    ]
+    for field, name in named_files:
         path = tree / name
         if not path.is_file():
-            raise SwechainError(
-                f"{chain.folder / 'chain.yaml'}: field 'environment.requirement_files': {version} has no {name}"
-            )
+            raise SwechainError(f"{chain.folder / 'chain.yaml'}: field '{field}': {version} has no {name}")
         wanted += requirement_lines(path.read_text())
     dropped = {canonicalize_name(n) for n in env.drop}
     overrides = {canonicalize_name(n): r for n, r in env.override.items()}
+    for entry in for_version:
+        overrides |= {canonicalize_name(n): r for n, r in entry.override.items()}
     own = canonicalize_name(chain.config.package)
+    markers = interpreter(chain.config.python).marker_environment
     result: list[str] = []
     harness = requirement_lines(HARNESS_REQUIREMENTS.read_text())
     if chain.config.pytest.workers != 1:
         harness.append("pytest-xdist")  # only where a chain asks for workers: other environments stay as they were
-    for_version = [line for entry in env.by_version if version in SpecifierSet(entry.versions) for line in entry.extra]
-    for line in wanted + list(env.extra) + for_version + harness:
+    added = [line for entry in for_version for line in entry.extra]
+    for line in wanted + list(env.extra) + added + harness:
+        line = pip_requirement_line(line)
         try:
             name = canonicalize_name(Requirement(line).name)
         except InvalidRequirement as exc:
@@ -152,6 +174,19 @@ def requirements(chain: Chain, version: str) -> list[str]:
         if name == own or name in dropped:
             continue  # the package itself is the code under test
         line = overrides.get(name, line)
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement as exc:
+            raise SwechainError(
+                f"{chain.folder / 'chain.yaml'}: field 'environment.override': bad requirement {line!r}: {exc}"
+            ) from None
+        if requirement.url and (requirement.marker is None or requirement.marker.evaluate(markers)):
+            # Pins are name==version from the index: a checkout from a URL could not be reproduced in the image.
+            raise SwechainError(
+                f"version {version} of chain {chain.id}: {requirement.name} is required from {requirement.url}, "
+                "which the package index cannot pin; name a released version for it under 'environment.override' "
+                "(or a by_version entry's override) in chain.yaml"
+            )
         if line not in result:
             result.append(line)
     return result
