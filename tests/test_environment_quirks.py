@@ -178,3 +178,56 @@ def test_pip_ignores_a_url_requirement_for_another_python_without_fetching_it(tm
         ["iniconfig==2.0.0", 'cffi @ git+https://127.0.0.1:9/cffi@1472 ; python_version == "3.13"'], "3.11")
     assert pins == ["iniconfig==2.0.0"]
 
+
+UV_LOCK = """version = 1
+requires-python = ">=3.9"
+
+[[package]]
+name = "Demo"
+version = "2.0"
+source = { editable = "." }
+
+[[package]]
+name = "pytest"
+version = "8.3.4"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "sphinx"
+version = "7.4.7"
+source = { registry = "https://pypi.org/simple" }
+resolution-markers = ["python_full_version < '3.10'"]
+
+[[package]]
+name = "sphinx"
+version = "8.1.3"
+source = { registry = "https://pypi.org/simple" }
+resolution-markers = ["python_full_version >= '3.10'"]
+
+[[package]]
+name = "hypercorn"
+version = "0.15.0"
+source = { git = "https://example.org/hypercorn?rev=urllib3-changes#d1719f8" }
+
+[[package]]
+name = "trio"
+version = "0.27.0"
+source = { registry = "https://pypi.org/simple" }
+"""
+
+
+def test_a_lock_file_pins_what_the_version_declares_to_the_locked_release(tmp_path):
+    chain = chain_with(tmp_path, {"by_version": [{"versions": ">=2.0", "extras": ["dev"], "lock_files": ["uv.lock"]}]})
+    for version in ("2.0", "2.1"):
+        with (tmp_path / "versions" / version / "pyproject.toml").open("a") as pyproject:
+            pyproject.write('[dependency-groups]\ndev = ["pytest>=8", "trio>=0.27; python_version < \'3.13\'", "sphinx"]\n')
+    (tmp_path / "versions" / "2.0" / "uv.lock").write_text(UV_LOCK)
+    assert environments.locked_versions(tmp_path / "versions" / "2.0" / "uv.lock", {"python_full_version": "3.11.2"}) == {
+        "pytest": "8.3.4", "sphinx": "8.1.3", "trio": "0.27.0"}, "index releases only, the fork for the target"
+    assert own(environments.requirements(chain, "2.0")) == [
+        "dep>=1", "pytest>=8", 'trio>=0.27; python_version < "3.13"', "sphinx",
+        "pytest==8.3.4", 'trio==0.27.0 ; python_version < "3.13"', "sphinx==8.1.3",
+    ], "a declared requirement only, under its own markers; dep is not in the lock"
+    with pytest.raises(SwechainError, match="field 'environment.by_version': 2.1 has no uv.lock"):
+        environments.requirements(chain, "2.1")
+

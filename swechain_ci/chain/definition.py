@@ -168,6 +168,10 @@ class VersionedRequirements(Strict):
     versions: str = Field(description="a PEP 440 specifier on the chain version, e.g. '>=2.0,<2.1'")
     extras: list[str] = Field(default_factory=list, description="the versions' own extras or dependency groups")
     requirement_files: list[str] = Field(default_factory=list, description="requirements files in those trees")
+    lock_files: list[str] = Field(
+        default_factory=list, description="uv.lock files in those trees: each requirement the version declares "
+        "is pinned to the version its lock records",
+    )
     override: dict[str, str] = Field(
         default_factory=dict, description="name -> requirement used instead, over the chain-wide override",
     )
@@ -184,10 +188,10 @@ class VersionedRequirements(Strict):
 
     @model_validator(mode="after")
     def _says_something(self) -> VersionedRequirements:
-        if not (self.extras or self.requirement_files or self.override or self.extra):
+        if not (self.extras or self.requirement_files or self.lock_files or self.override or self.extra):
             raise ValueError(
                 f"the entry for versions '{self.versions}' names nothing: give it extras, requirement_files, "
-                "override or extra"
+                "lock_files, override or extra"
             )
         return self
 

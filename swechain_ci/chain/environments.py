@@ -20,6 +20,7 @@ import tomllib
 from pathlib import Path
 
 import dependency_groups
+from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
@@ -125,6 +126,16 @@ def pip_requirement_line(line: str) -> str:
     return line
 
 
+def locked_versions(lock: Path, markers: dict[str, str]) -> dict[str, str]:
+    """A ``uv.lock``'s index releases by name; where the lock forks per Python, the fork for ``markers``."""
+    locked = {}
+    for package in tomllib.loads(lock.read_text()).get("package", []):
+        forks = package.get("resolution-markers")
+        if "registry" in package.get("source", {}) and (not forks or any(Marker(m).evaluate(markers) for m in forks)):
+            locked[canonicalize_name(package["name"])] = package["version"]
+    return locked
+
+
 def requirements(chain: Chain, version: str) -> list[str]:
     """The unresolved requirements of one version's test environment."""
     tree = sources.source_root(chain, version)
@@ -154,18 +165,32 @@ def requirements(chain: Chain, version: str) -> list[str]:
         if not path.is_file():
             raise SwechainError(f"{chain.folder / 'chain.yaml'}: field '{field}': {version} has no {name}")
         wanted += requirement_lines(path.read_text())
+    markers = interpreter(chain.config.python).marker_environment
+    locked: dict[str, str] = {}
+    for name in (n for entry in for_version for n in entry.lock_files):
+        if not (tree / name).is_file():
+            raise SwechainError(f"{chain.folder / 'chain.yaml'}: field 'environment.by_version': {version} has no {name}")
+        locked |= locked_versions(tree / name, markers)
     dropped = {canonicalize_name(n) for n in env.drop}
     overrides = {canonicalize_name(n): r for n, r in env.override.items()}
     for entry in for_version:
         overrides |= {canonicalize_name(n): r for n, r in entry.override.items()}
+    pinned = []  # the lock's release of each declared requirement, under the same markers
+    for line in wanted if locked else []:
+        try:
+            declared = Requirement(pip_requirement_line(line))
+        except InvalidRequirement:
+            continue  # named below
+        name = canonicalize_name(declared.name)
+        if name in locked and name not in overrides:
+            pinned.append(f"{name}=={locked[name]}" + (f" ; {declared.marker}" if declared.marker else ""))
     own = canonicalize_name(chain.config.package)
-    markers = interpreter(chain.config.python).marker_environment
     result: list[str] = []
     harness = requirement_lines(HARNESS_REQUIREMENTS.read_text())
     if chain.config.pytest.workers != 1:
         harness.append("pytest-xdist")  # only where a chain asks for workers: other environments stay as they were
     added = [line for entry in for_version for line in entry.extra]
-    for line in wanted + list(env.extra) + added + harness:
+    for line in wanted + pinned + list(env.extra) + added + harness:
         line = pip_requirement_line(line)
         try:
             name = canonicalize_name(Requirement(line).name)
