@@ -231,3 +231,34 @@ def test_a_lock_file_pins_what_the_version_declares_to_the_locked_release(tmp_pa
     with pytest.raises(SwechainError, match="field 'environment.by_version': 2.1 has no uv.lock"):
         environments.requirements(chain, "2.1")
 
+
+URLLIB3_PINS = {
+    # version: pins its environment must hold (the overrides' released versions, the test set's own pins)
+    "2.0.7": {"pytest==7.4.0", "tornado==6.2", "trustme==0.9.0"},
+    "2.1.0": {"pytest==7.4.2", "tornado==6.3.3", "trustme==1.1.0"},
+    "2.2.0": {"hypercorn==0.15.0", "quart==0.19.4", "trio==0.23.1", "trustme==1.1.0"},
+    "2.2.1": {"hypercorn==0.15.0", "quart==0.19.4", "trio==0.23.1", "trustme==1.1.0"},
+    "2.2.2": {"hypercorn==0.15.0", "quart==0.19.4", "trio==0.25.0", "trustme==1.2.0"},
+    "2.2.3": {"hypercorn==0.15.0", "quart==0.19.4", "trio==0.26.2", "trustme==1.2.0"},
+    "2.3.0": {"hypercorn==0.15.0", "quart==0.20.0", "trio==0.26.2", "trustme==1.2.0"},
+    # From 2.4.0, the group 'dev' at the releases each version's uv.lock records.
+    **{v: {"hypercorn==0.15.0", "pytest==8.3.4", "trio==0.27.0", "cryptography==44.0.2"} for v in ("2.4.0", "2.5.0")},
+    **{v: {"hypercorn==0.15.0", "pytest==8.4.2", "trio==0.31.0", "cryptography==46.0.3"}
+       for v in ("2.6.0", "2.6.1", "2.6.2", "2.6.3")},
+}
+
+
+@pytest.mark.slow
+def test_every_urllib3_version_resolves():
+    """urllib3's test set moved from dev-requirements.txt to the group 'dev' at 2.4.0, and 2.2.0-2.3.0
+    pin git commits: all of it is data in chains/urllib3/chain.yaml. Real sdists and resolutions
+    (cached in the state home)."""
+    from swechain_ci.chain.definition import load_chain
+
+    chain = load_chain("urllib3")
+    assert list(URLLIB3_PINS) == chain.versions
+    for version, expected in URLLIB3_PINS.items():
+        pins = set(environments.pins(chain, version))
+        assert expected <= pins, (version, sorted(expected - pins))
+        if "hypercorn==0.15.0" in expected:  # the Quart/hypercorn test servers, from 2.2.0 on
+            assert {"quart-trio", "httpx", "h2"} <= {pin.split("==")[0] for pin in pins}, version
