@@ -224,3 +224,21 @@ def test_a_bad_runner_size_says_how_to_write_it(monkeypatch):
     monkeypatch.setenv("SWECHAIN_RUNNER_MEMORY", "lots")
     with pytest.raises(SwechainError, match=r"SWECHAIN_RUNNER_MEMORY: 'lots' is not a memory size; write it as 512m or 4g"):
         runner_size()
+
+
+@pytest.mark.parametrize(("env", "accepted"), [
+    ({"CI": "1"}, True),
+    ({"PYTHONPATH": "/tmp"}, False),
+    ({"PYTEST_ADDOPTS": "-p evil"}, False),
+    ({"SWECHAIN_TESTS_ROOT": "/"}, False),
+    ({"LD_PRELOAD": "/tmp/x.so"}, False),
+    ({"HOME": "/root"}, False),
+    ({"NOT-A-NAME": "1"}, False),
+])
+def test_pytest_env_may_not_touch_what_the_harness_controls(toy, env, accepted):
+    edit(toy, pytest={"env": env})
+    if accepted:
+        assert load_chain("toy").config.pytest.env == env
+    else:
+        with pytest.raises(SwechainError, match="reserved|not an environment variable name"):
+            load_chain("toy")

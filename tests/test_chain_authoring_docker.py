@@ -114,3 +114,24 @@ def test_the_network_probe_finds_a_test_that_needs_the_network(toy, monkeypatch)
     assert step.new_gold[test].value == "failed"
     assert step.needs_network == [test]
     assert step.excluded[test] == "needs_network in 0.2.0: passes on network host, failed offline (network probe)"
+
+
+def test_pytest_env_reaches_the_tests_and_cannot_replace_the_harness_variables(toy, tmp_path):
+    """chain.yaml's pytest.env is in the tests' environment (urllib3 sets CI=1 so); the harness's
+    own variables keep their values."""
+    sandbox = DockerSandbox()
+    edit(toy / "chain.yaml", pytest={"remove_options": [{"name": "--cov", "takes_value": True}],
+                                     "env": {"TOYSLUG_MODE": "ci"}})
+    chain = load_chain("toy").select_steps("1")
+    built = images.ensure_images(sandbox, chain)
+    code = tmp_path / "code"
+    shutil.copytree(sources.materialize(chain, "0.2.0").code, code)
+    init = code / "src" / "toyslug" / "__init__.py"
+    init.write_text("import os as _os\nif _os.environ.get('TOYSLUG_MODE') != 'ci' or _os.environ['PYTEST_ADDOPTS']:\n"
+                    "    raise RuntimeError('environment')\n" + init.read_text())
+    with_env = evaluate(sandbox, chain, built.versions["0.2.0"], code, LABELS)
+    edit(toy / "chain.yaml", pytest={"remove_options": [{"name": "--cov", "takes_value": True}]})
+    without = evaluate(sandbox, load_chain("toy").select_steps("1"), built.versions["0.2.0"], code, LABELS)
+    assert with_env.execution_error is None and not with_env.failed_imports
+    assert with_env.statuses and all(s.value == "passed" for s in with_env.statuses.values())
+    assert not without.statuses and any("RuntimeError: environment" in e for e in without.collection_errors.values())

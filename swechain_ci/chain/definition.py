@@ -75,6 +75,13 @@ class RenamedSection(Strict):
     new: str
 
 
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What the harness fixes for every run (evaluation/harness/run_hidden_tests.py), and what would let a
+# chain change how Python or the dynamic loader start.
+HARNESS_ENV = frozenset({"PATH", "HOME", "TMPDIR", "LANG"})
+HARNESS_ENV_PREFIXES = ("PYTHON", "PYTEST_", "SWECHAIN_", "LD_")
+
+
 class PytestQuirks(Strict):
     remove_options: list[RemovedOption] = Field(default_factory=list)
     rename_sections: list[RenamedSection] = Field(default_factory=list)
@@ -83,6 +90,22 @@ class PytestQuirks(Strict):
         1, description="pytest-xdist workers in each run's container ('auto': as many as the runner's CPUs); "
         "limits are per worker",
     )
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="environment variables the tests run with, as the package's own CI sets them "
+        "(urllib3: CI=1 gives its socket tests the time-outs they use on CI); the harness's own stay fixed",
+    )
+
+    @field_validator("env")
+    @classmethod
+    def _not_the_harness_variables(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not ENV_NAME.fullmatch(name):
+                raise ValueError(f"'{name}' is not an environment variable name (letters, digits and _)")
+            if name in HARNESS_ENV or name.startswith(HARNESS_ENV_PREFIXES):
+                raise ValueError(f"'{name}' is reserved: the harness controls PATH, HOME, TMPDIR, LANG and the "
+                                 f"PYTHON*, PYTEST_*, SWECHAIN_* and LD_* variables of every run")
+        return value
 
     @field_validator("workers")
     @classmethod

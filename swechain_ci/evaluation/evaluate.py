@@ -39,6 +39,7 @@ def evaluate(
         "remove_options": [o.model_dump() for o in config.pytest.remove_options],
         "rename_sections": [r.model_dump() for r in config.pytest.rename_sections],
         "extra_args": config.pytest.extra_args,
+        "env": config.pytest.env,
         "test_timeout_s": config.timeouts.test_s,
         "run_timeout_s": config.timeouts.run_s,
         "workers": test_workers(chain, size),

@@ -571,6 +571,7 @@ def main() -> int:
     }
     code_paths = [str(p) for p in python_path(settings)]
     env = {
+        **settings.get("env", {}),  # the chain's (chain.yaml pytest.env); what follows is fixed
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp / "home"),
         "TMPDIR": str(tmp),
