@@ -242,3 +242,26 @@ def test_pytest_env_may_not_touch_what_the_harness_controls(toy, env, accepted):
     else:
         with pytest.raises(SwechainError, match="reserved|not an environment variable name"):
             load_chain("toy")
+
+
+def test_a_kept_gold_run_is_keyed_by_what_shapes_it_and_not_by_known_failures(toy, tmp_path):
+    from swechain_ci.containers.runner import RunnerSize
+    size = RunnerSize(cpus=2, memory=8 * 2**30)
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "mod.py").write_text("x = 1\n")
+
+    def key(**kwargs) -> Path:
+        args = {"image": "swechain-ci/toy-version:a", "network": "none", "repeat": 0, "size": size} | kwargs
+        return oracle.gold_run_path(load_chain("toy"), code=code, **args)
+
+    first = key()
+    edit(toy, oracle={"baseline_runs": 2, "known_failures": {"0.2.0": ["tests/test_checks.py::test_x"]}})
+    assert key() == first
+    assert key(repeat=1) != first and key(image="swechain-ci/toy-version:b") != first
+    assert key(network="probe") != first and key(size=RunnerSize(cpus=1, memory=2**29)) != first
+    (code / "mod.py").write_text("x = 2\n")
+    changed_code = key()
+    assert changed_code != first
+    edit(toy, pytest={"extra_args": ["-p", "no:warnings"]})
+    assert key() not in (first, changed_code)

@@ -15,9 +15,11 @@ from swechain_ci.chain.definition import load_chain
 from swechain_ci.containers import images
 from swechain_ci.containers.sandbox import DockerSandbox
 from swechain_ci.evaluation import oracle
+from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.evaluate import evaluate
-from swechain_ci.models import ChainOracle
+from swechain_ci.models import ChainOracle, Status
 from swechain_ci.records import read_model
+from swechain_ci.settings import state_home
 
 pytestmark = pytest.mark.docker
 LABELS = {"swechain-ci.test": "authoring"}
@@ -135,3 +137,35 @@ def test_pytest_env_reaches_the_tests_and_cannot_replace_the_harness_variables(t
     assert with_env.execution_error is None and not with_env.failed_imports
     assert with_env.statuses and all(s.value == "passed" for s in with_env.statuses.values())
     assert not without.statuses and any("RuntimeError: environment" in e for e in without.collection_errors.values())
+
+
+def test_a_build_after_declaring_known_failures_reruns_no_gold_run(toy, monkeypatch):
+    """A failed sanity check keeps its gold runs: declaring the failure in chain.yaml and building
+    again runs nothing new; --force runs everything again."""
+    sandbox = DockerSandbox()
+    evaluated = []
+
+    def counted(*args, **kwargs):
+        evaluated.append(args[2])
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(oracle, "evaluate", counted)
+    shutil.rmtree(state_home() / "gold-runs" / "toy", ignore_errors=True)  # kept by an earlier session
+    failing = "tests/test_extra.py::test_fails_on_its_own_release"
+    (toy / "versions" / "0.2.0" / "tests" / "test_extra.py").write_text(
+        "def test_fails_on_its_own_release():\n    assert False, 'needs something this machine lacks'\n")
+
+    def build(force: bool = False) -> ChainOracle:
+        chain = load_chain("toy").select_steps("1")
+        return oracle.build(sandbox, chain, images.ensure_images(sandbox, chain), force=force)
+
+    with pytest.raises(SwechainError, match="fails its sanity check"):
+        build()
+    assert len(evaluated) == 5  # 2 new-gold runs of each version, 1 old-gold run
+    edit(toy / "chain.yaml", oracle={"baseline_runs": 2, "known_failures": {"0.2.0": [failing]}})
+    built = build()
+    assert len(evaluated) == 5
+    assert built.steps[0].new_gold[failing] == Status.failed and failing not in built.steps[0].upgrade_related
+    assert all(check.ok for check in built.sanity)
+    build(force=True)
+    assert len(evaluated) == 10

@@ -4,6 +4,10 @@ New gold (the target's own code) runs ``baseline_runs`` times; tests whose
 outcome changes between runs are flaky and left out of scoring. Old gold (the
 previous version's code) runs once against the target's tests. The result is
 stored under the state home, outside anything an agent sees.
+
+Each gold run is kept too, keyed by everything that shapes it, so a build that stops at
+the sanity check loses no run: declaring known failures in chain.yaml and building again
+reruns nothing (``--force`` reruns everything).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,7 +24,13 @@ from swechain_ci import progress
 from swechain_ci.chain import sources, trees
 from swechain_ci.chain.definition import Chain
 from swechain_ci.containers.images import ChainImages
-from swechain_ci.containers.runner import parallel_runs, runner_size
+from swechain_ci.containers.runner import (
+    RunnerSize,
+    parallel_runs,
+    run_limits,
+    runner_size,
+    test_workers,
+)
 from swechain_ci.containers.sandbox import DockerSandbox
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.evaluate import evaluate
@@ -34,7 +45,6 @@ from swechain_ci.models import (
 )
 from swechain_ci.records import read_model, write_model, write_text
 from swechain_ci.settings import HARNESS_DIR, state_home
-
 
 OUTPUT_TAIL_LINES = 25
 
@@ -75,8 +85,7 @@ def reusable_oracle(path: Path, wanted_inputs: str) -> ChainOracle | None:
 
 def store_oracle(path: Path, oracle: ChainOracle) -> None:
     """Write the oracle and the SHA-256 of its bytes beside it."""
-    write_model(path, oracle)
-    write_text(content_hash_path(path), hashlib.sha256(path.read_bytes()).hexdigest() + "\n")
+    store_oracle_part(path, oracle)
 
 
 def built_ranges(chain: Chain) -> list[str]:
@@ -173,6 +182,46 @@ def sanity_problem(chain: Chain, bad: list[VersionSanity], own_runs: dict[str, l
     )
 
 
+def gold_run_path(chain: Chain, image: str, code: Path, network: str, repeat: int, size: RunnerSize) -> Path:
+    """Where one gold run is kept: keyed by the image, the code, how the harness runs it (the
+    chain's evaluation settings, limits and workers on this runner), the harness, the network
+    and which of the repeated runs it is."""
+    evaluation = chain.config.model_dump(
+        include={"import_name", "test_folder", "source_root", "protected_files", "pytest", "timeouts"})
+    payload = "\0".join([
+        image, trees.digest(code), json.dumps(evaluation, sort_keys=True), trees.digest(HARNESS_DIR), network,
+        str(repeat), run_limits(chain, size).model_dump_json(), str(test_workers(chain, size)),
+    ])
+    return state_home() / "gold-runs" / chain.id / f"{hashlib.sha256(payload.encode()).hexdigest()}.json"
+
+
+def kept_gold_run(path: Path) -> TestRun | None:
+    """A kept gold run whose bytes still hash to what was recorded when it was written."""
+    recorded = content_hash_path(path)
+    if not (path.is_file() and recorded.is_file()):
+        return None
+    if hashlib.sha256(path.read_bytes()).hexdigest() != recorded.read_text().strip():
+        return None
+    try:
+        return read_model(path, TestRun)
+    except SwechainError:
+        return None
+
+
+def keep_gold_run(path: Path, run: TestRun, log: Path) -> None:
+    """Only a run that finished, with its log: one the machine cut short (time-out, crash) runs
+    again next time."""
+    if run.execution_error is None and not run.timed_out:
+        store_oracle_part(path, run)
+        if log.is_file():
+            shutil.copyfile(log, path.with_suffix(".log"))
+
+
+def store_oracle_part(path: Path, model) -> None:
+    write_model(path, model)
+    write_text(content_hash_path(path), hashlib.sha256(path.read_bytes()).hexdigest() + "\n")
+
+
 def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool = False) -> ChainOracle:
     """Build (or reuse) the chain's oracle."""
     path = oracle_path(chain)
@@ -185,18 +234,34 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
     probe = network_probe()
     jobs = [(v, v, "none") for v in chain.versions for _ in range(repeats)] + [(b, a, "none") for a, b in chain.steps]
     jobs += [(v, v, probe) for v in chain.versions] if probe else []
-    side_by_side = parallel_runs(chain, runner_size())
-    progress.say(f"oracle {chain.id}: {len(jobs)} gold runs, {side_by_side} at a time")
+    size = runner_size()
+    side_by_side = parallel_runs(chain, size)
     for version in chain.versions:
         sources.materialize(chain, version)  # once, before the threads share the cache
+    seen: Counter = Counter()
+    kept_at = []
+    for job in jobs:
+        tests_of, code_of, network = job
+        kept_at.append(gold_run_path(chain, images.versions[tests_of], sources.materialize(chain, code_of).code,
+                                     network, seen[job], size))
+        seen[job] += 1
+    kept = {n: run for n, path in enumerate(kept_at) if not force and (run := kept_gold_run(path)) is not None}
+    reused = f" ({len(kept)} kept from an earlier build)" if kept else ""
+    progress.say(f"oracle {chain.id}: {len(jobs)} gold runs{reused}, {side_by_side} at a time")
 
     logs = log_dir(chain, wanted)
 
     def gold_run(numbered: tuple[int, tuple[str, str, str]]) -> TestRun:
         number, (tests_of, code_of, network) = numbered
         log = logs / f"{number:03d}-tests-{tests_of}-code-{code_of}.log"
+        if number in kept:
+            if kept_at[number].with_suffix(".log").is_file():
+                log.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(kept_at[number].with_suffix(".log"), log)
+            return kept[number]
         run = evaluate(sandbox, chain, images.versions[tests_of], sources.materialize(chain, code_of).code, labels,
                        log=log, network=network)
+        keep_gold_run(kept_at[number], run, log)
         where = f" (network {network})" if network != "none" else ""
         progress.say(f"oracle {chain.id}: tests of {tests_of} on code of {code_of}{where}: {summary(run)}")
         return run
