@@ -265,3 +265,15 @@ def test_a_kept_gold_run_is_keyed_by_what_shapes_it_and_not_by_known_failures(to
     assert changed_code != first
     edit(toy, pytest={"extra_args": ["-p", "no:warnings"]})
     assert key() not in (first, changed_code)
+
+
+def test_a_pick_whose_requires_python_excludes_the_image_python_is_named_for_exclusion():
+    from swechain_ci.chain.environments import outside_requires_python
+
+    def pick(name: str, version: str, requires: str | None) -> dict:
+        return {"metadata": {"name": name, "version": version, "requires_python": requires}}
+
+    installs = [pick("argcomplete", "3.7.2", ">=3.10"), pick("Attrs", "26.1.0", ">=3.9"), pick("six", "1.17.0", None),
+                pick("old", "1.0", "!=3.9.*,>=3.8")]
+    assert outside_requires_python(installs, "3.9") == ["argcomplete!=3.7.2", "old!=1.0"]
+    assert outside_requires_python(installs, "3.11") == []

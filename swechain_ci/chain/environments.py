@@ -271,16 +271,21 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
-def resolve(reqs: list[str], python: str, find_links: list[Path] | None = None) -> list[str]:
-    """Pins (``name==version``) for ``reqs`` on the image's Python and platform; cached for good."""
-    find_links = find_links or []
+# pip's dry run on another Python's behalf can pick a release whose Requires-Python excludes that
+# Python (seen: argcomplete 3.7.2, >=3.10, picked for 3.9); each such pick is excluded and pip runs again.
+RESOLUTION_ROUNDS = 5
+
+
+def outside_requires_python(installs: list[dict], python: str) -> list[str]:
+    """``name!=version`` for each pick whose Requires-Python excludes ``python`` (as pip reads it: 3.9 is 3.9.0)."""
+    target = f"{python}.0"
+    return [f"{canonicalize_name(i['metadata']['name'])}!={i['metadata']['version']}" for i in installs
+            if (needs := i["metadata"].get("requires_python")) and not SpecifierSet(needs).contains(target, True)]
+
+
+def pip_dry_run(reqs: list[str], python: str, find_links: list[Path]) -> list[dict]:
+    """What pip would install for ``reqs`` on the image's Python and platform (its report's install list)."""
     target = interpreter(python)
-    platforms = target.platforms
-    key = hashlib.sha256(json.dumps([reqs, python, platforms, target.marker_environment]).encode()).hexdigest()[:20]
-    record = state_home() / "resolutions" / f"{key}.json"
-    if record.is_file():
-        return json.loads(record.read_text())["pins"]
-    progress.say(f"resolving {len(reqs)} test requirements for Python {python}")
     with tempfile.TemporaryDirectory(prefix="swechain-resolve-") as tmp:
         report = Path(tmp) / "report.json"
         result = subprocess.run(
@@ -297,7 +302,32 @@ def resolve(reqs: list[str], python: str, find_links: list[Path] | None = None) 
                 f"cannot resolve test requirements {reqs}: {tail} "
                 "(drop or override the requirement under 'environment' in chain.yaml)"
             )
-        installs = json.loads(report.read_text())["install"]
+        return json.loads(report.read_text())["install"]
+
+
+def resolve(reqs: list[str], python: str, find_links: list[Path] | None = None) -> list[str]:
+    """Pins (``name==version``) for ``reqs`` on the image's Python and platform; cached for good."""
+    find_links = find_links or []
+    target = interpreter(python)
+    platforms = target.platforms
+    key = hashlib.sha256(json.dumps([reqs, python, platforms, target.marker_environment]).encode()).hexdigest()[:20]
+    record = state_home() / "resolutions" / f"{key}.json"
+    if record.is_file():
+        return json.loads(record.read_text())["pins"]
+    progress.say(f"resolving {len(reqs)} test requirements for Python {python}")
+    excluded: list[str] = []
+    for _ in range(RESOLUTION_ROUNDS):
+        installs = pip_dry_run([*reqs, *excluded], python, find_links)
+        unfit = outside_requires_python(installs, python)
+        if not unfit:
+            break
+        excluded += unfit
+    else:
+        raise SwechainError(
+            f"cannot resolve test requirements {reqs} for Python {python}: every release pip picked of "
+            f"{', '.join(sorted({e.split('!=')[0] for e in excluded}))} requires another Python "
+            "(pin an older one under environment.override in chain.yaml)"
+        )
     pins = sorted(f"{canonicalize_name(i['metadata']['name'])}=={i['metadata']['version']}" for i in installs)
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_text(json.dumps({"requirements": reqs, "python": python, "platforms": platforms, "pins": pins}, indent=2))
