@@ -18,6 +18,7 @@ from swechain_ci.evaluation import oracle
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.evaluate import evaluate
 from swechain_ci.models import ChainOracle, Status
+from swechain_ci.models import TestRun as Run
 from swechain_ci.records import read_model
 from swechain_ci.settings import state_home
 
@@ -169,3 +170,24 @@ def test_a_build_after_declaring_known_failures_reruns_no_gold_run(toy, monkeypa
     assert all(check.ok for check in built.sanity)
     build(force=True)
     assert len(evaluated) == 10
+
+
+def test_an_old_gold_run_that_does_not_run_is_said_out_loud(toy, monkeypatch):
+    """Every test counts as upgrade-related when the previous code cannot run on the target's
+    tests; the build says so (xarray 2025.6.0 on 2025.6.1's image, before its images matched)."""
+    sandbox = DockerSandbox()
+    said = []
+    monkeypatch.setattr(oracle.progress, "say", said.append)
+
+    def old_gold_broken(sandbox_, chain, image, code, labels, **kwargs):
+        if "0.1.0" in str(code) and image == built.versions["0.2.0"]:
+            return Run(execution_error="pytest left no report (exit code 4)", exit_code=4)
+        return evaluate(sandbox_, chain, image, code, labels, **kwargs)
+
+    monkeypatch.setattr(oracle, "evaluate", old_gold_broken)
+    chain = load_chain("toy").select_steps("1")
+    built = images.ensure_images(sandbox, chain)
+    step = oracle.build(sandbox, chain, built, force=True).steps[0]
+    passing = [t for t, s in step.new_gold.items() if s == Status.passed]
+    assert step.upgrade_related == sorted(passing)
+    assert any("step 1: the old gold (0.1.0's code on 0.2.0's tests) did not run" in m for m in said)

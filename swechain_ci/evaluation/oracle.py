@@ -296,6 +296,12 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
         new_runs = own_runs[next_]
         new_gold = new_runs[0].statuses
         old_gold = resolve(cross_runs[next_], new_gold)
+        if cross_runs[next_].execution_error:
+            # Legitimate when the target's environment dropped something the old code imports, but
+            # more often a chain whose images differ where the paper's did not: say it out loud.
+            progress.say(f"oracle {chain.id}: step {index}: the old gold ({prev}'s code on {next_}'s tests) did not "
+                         f"run ({cross_runs[next_].execution_error}), so every test passing on new gold counts as "
+                         f"upgrade-related; check its log in {logs}")
         flaky = flaky_tests(new_runs)
         network_reasons = network_of[next_]
         network = sorted(set(network_reasons) & set(new_gold))
