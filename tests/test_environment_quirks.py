@@ -262,3 +262,24 @@ def test_every_urllib3_version_resolves():
         assert expected <= pins, (version, sorted(expected - pins))
         if "hypercorn==0.15.0" in expected:  # the Quart/hypercorn test servers, from 2.2.0 on
             assert {"quart-trio", "httpx", "h2"} <= {pin.split("==")[0] for pin in pins}, version
+
+
+def test_an_extra_that_names_the_package_own_extras_brings_what_they_hold():
+    """attrs 22.2.0: tests = zope.interface + attrs[tests-no-zope]; the package itself is never
+    installed, so tests-no-zope's requirements are added in its place (nested, once each)."""
+    from swechain_ci.chain.environments import with_own_extras
+    extras = {
+        "tests": ["zope.interface", "attrs[tests-no-zope]"],
+        "tests-no-zope": ["hypothesis", "attrs[tests-mypy] ; python_version >= '3.8'", "attrs[tests]"],
+        "tests-mypy": ["pytest-mypy-plugins"],
+        "py2-only": ["funcsigs"],
+    }
+    markers = {"python_version": "3.9", "python_full_version": "3.9.2", "implementation_name": "cpython",
+               "platform_python_implementation": "CPython", "sys_platform": "linux", "os_name": "posix",
+               "platform_machine": "x86_64", "platform_system": "Linux", "platform_release": "",
+               "platform_version": "", "implementation_version": "3.9.2", "extra": ""}
+    got = with_own_extras(extras["tests"], extras, "attrs", markers)
+    assert [line for line in got if not line.startswith("attrs")] == ["zope.interface", "hypothesis", "pytest-mypy-plugins",
+                                                                      "zope.interface"]
+    markers["python_version"] = "3.7"
+    assert "pytest-mypy-plugins" not in with_own_extras(extras["tests"], extras, "attrs", markers)

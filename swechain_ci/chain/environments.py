@@ -136,6 +136,26 @@ def locked_versions(lock: Path, markers: dict[str, str]) -> dict[str, str]:
     return locked
 
 
+def with_own_extras(lines: list[str], extras: dict[str, list[str]], own: str, markers: dict) -> list[str]:
+    """An extra's requirements with the package's references to its own extras expanded
+    (attrs 22.2.0's ``tests`` is ``zope.interface`` plus ``attrs[tests-no-zope]``): the package
+    itself is never installed, so what those extras hold is added here."""
+    expanded, pending, seen = [], list(lines), set()
+    while pending:
+        line = pending.pop(0)
+        expanded.append(line)
+        try:
+            requirement = Requirement(pip_requirement_line(line))
+        except InvalidRequirement:
+            continue  # named by the caller
+        if canonicalize_name(requirement.name) != own or (requirement.marker and not requirement.marker.evaluate(markers)):
+            continue
+        for extra in sorted(set(requirement.extras) - seen):
+            seen.add(extra)
+            pending += extras.get(extra, [])
+    return expanded
+
+
 def requirements(chain: Chain, version: str) -> list[str]:
     """The unresolved requirements of one version's test environment."""
     tree = sources.source_root(chain, version)
@@ -147,9 +167,11 @@ def requirements(chain: Chain, version: str) -> list[str]:
     named_extras = [("environment.extras", e) for e in env.extras] + [
         ("environment.by_version", e) for entry in for_version for e in entry.extras
     ]
+    own = canonicalize_name(chain.config.package)
+    markers = interpreter(chain.config.python).marker_environment
     for field, extra in named_extras:
         if extra in extras:
-            wanted += extras[extra]
+            wanted += with_own_extras(extras[extra], extras, own, markers)
         elif extra in groups:  # the same set, declared as a PEP 735 group from some version on
             wanted += dependency_groups.resolve(groups, extra)
         else:
@@ -165,7 +187,6 @@ def requirements(chain: Chain, version: str) -> list[str]:
         if not path.is_file():
             raise SwechainError(f"{chain.folder / 'chain.yaml'}: field '{field}': {version} has no {name}")
         wanted += requirement_lines(path.read_text())
-    markers = interpreter(chain.config.python).marker_environment
     locked: dict[str, str] = {}
     for name in (n for entry in for_version for n in entry.lock_files):
         if not (tree / name).is_file():
@@ -184,7 +205,6 @@ def requirements(chain: Chain, version: str) -> list[str]:
         name = canonicalize_name(declared.name)
         if name in locked and name not in overrides:
             pinned.append(f"{name}=={locked[name]}" + (f" ; {declared.marker}" if declared.marker else ""))
-    own = canonicalize_name(chain.config.package)
     result: list[str] = []
     harness = requirement_lines(HARNESS_REQUIREMENTS.read_text())
     if chain.config.pytest.workers != 1:
