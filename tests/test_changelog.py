@@ -400,3 +400,9 @@ def test_a_package_name_before_the_version_is_read_only_for_that_package():
 def test_a_changelog_named_in_chain_yaml_but_missing_is_reported_as_not_shipped(tmp_path):
     notes = release_notes(tmp_path, "1.0.0", "doc/en/changelog.rst")
     assert not notes.found and "doc/en/changelog.rst" in notes.note
+
+
+def test_link_text_wrapped_over_lines_is_one_label():
+    text = "v1.0.0 (2022 Dec 2)\n-------------------\n\n- Add a thing. By `Spencer\n  Clark <https://github.com/spencerkclark>`_.\n"
+    reference = extract_release_notes(text, "1.0.0", "whats-new.rst").tasks[0].references[0]
+    assert (reference.kind, reference.label) == ("link", "Spencer Clark")

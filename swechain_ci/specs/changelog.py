@@ -311,6 +311,7 @@ _GITHUB = re.compile(r"^https?://github\.com/([^/\s]+/[^/\s#?]+)(/.*)?$")
 
 
 def classify_url(url: str, label: str) -> Reference:
+    label = " ".join(label.split())  # link text wrapped over lines (xarray's "By `Spencer\n  Clark <…>`_")
     m = _GITHUB.match(url)
     repository = m.group(1) if m else None
     rest = (m.group(2) or "") if m else ""
