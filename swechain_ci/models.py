@@ -123,6 +123,10 @@ class StepOracle(Record):
     old_gold_collection_errors: list[str] = Field(
         default_factory=list, description="collectors that failed in the old-gold run"
     )
+    gold_integrity_flags: list[IntegrityFlag] = Field(
+        default_factory=list,
+        description="the harness's findings on the target's own code (its new-gold runs): not evidence against a candidate",
+    )
 
 
 class VersionSanity(Record):
@@ -275,6 +279,9 @@ class StepRecord(Record):
     prev_run: TestRun | None = Field(None, description="the prev evaluation (none at a range's first step: old gold)")
     integrity_flags: list[IntegrityFlag] = Field(
         default_factory=list, description="every integrity finding of this step (harness and scoring); recomputed on re-scoring"
+    )
+    gold_integrity_flags: list[IntegrityFlag] = Field(
+        default_factory=list, description="the oracle's: the harness's findings on the target's own code"
     )
     usage: Usage | None = Field(None, description="the agent's turns, tokens and dollars over Build and Fix")
 

@@ -410,6 +410,7 @@ class ChainRun:
             spec_level=self.record.spec_level, upgrade_related=step.upgrade_related, new_gold=step.new_gold,
             flaky=step.flaky, needs_network=step.needs_network, prev_outcomes=prev_outcomes, build=build,
             old_gold=step.old_gold, prev_run=prev_run, integrity_flags=[prev_flag] if prev_flag else [],
+            gold_integrity_flags=step.gold_integrity_flags,
         )
         if build.agent.status == "ok" and build.execution_error:
             report = build_report(build.run)

@@ -156,6 +156,25 @@ def test_harness_flags_are_gathered_with_their_step_and_phase():
     assert card.integrity.flags[0].location == "src/toyslug/core.py:3"
 
 
+def test_a_finding_the_gold_code_raises_too_is_not_held_against_the_candidate():
+    """hypothesis' @given wrappers make the harness report every such test as not running its
+    hidden file's code, on the target's own code too (attrs, xarray): the oracle keeps those
+    findings, and only a candidate's other findings flag its run."""
+    wrapper = IntegrityFlag(kind="test_code_altered", detail="tests/test_funcs.py::TestAsDict::test_shallow does not "
+                            "run its hidden file's code", location="/work/run/tests/test_funcs.py:51")
+    other = IntegrityFlag(kind="test_code_altered", detail="tests/test_funcs.py::TestAsDict::test_filter does not "
+                          "run its hidden file's code", location="/work/run/tests/test_funcs.py:136")
+    candidate = Run(statuses=dict.fromkeys(NEW_GOLD, P), integrity_flags=[wrapper, other])
+    record = step(1, dict.fromkeys(NEW_GOLD, P), final_run=candidate)
+    assert len(scorecard(run_record(1), [record]).integrity.flags) == 2
+    record = record.model_copy(update={"gold_integrity_flags": [wrapper]})
+    card = scorecard(run_record(1), [record])
+    assert [f.location for f in card.integrity.flags] == [other.location]
+    clean = record.model_copy(update={"build": phase("build", dict.fromkeys(NEW_GOLD, P),
+                                                     Run(statuses=dict.fromkeys(NEW_GOLD, P), integrity_flags=[wrapper]))})
+    assert scorecard(run_record(1), [clean]).integrity.status == "clean"
+
+
 # -- ranking a run that did not finish ------------------------------------------------------------
 
 

@@ -38,6 +38,7 @@ from swechain_ci.evaluation.outcomes import resolve, scored_universe
 from swechain_ci.models import (
     BROKEN,
     ChainOracle,
+    IntegrityFlag,
     Status,
     StepOracle,
     TestRun,
@@ -47,6 +48,9 @@ from swechain_ci.records import read_model, write_model, write_text
 from swechain_ci.settings import HARNESS_DIR, state_home
 
 OUTPUT_TAIL_LINES = 25
+# Part of every oracle's key: raised when what an oracle records changes (2: the gold runs' own
+# integrity findings), so older oracles are rebuilt, from kept gold runs where there are any.
+ORACLE_FORMAT = "2"
 
 
 def oracle_path(chain: Chain) -> Path:
@@ -103,7 +107,7 @@ def inputs_hash(chain: Chain, images: ChainImages) -> str:
     """Everything that shapes the oracle: the images, the chain file's content and the harness."""
     evaluation = chain.config.model_dump(include={"test_folder", "source_root", "protected_files", "pytest", "timeouts", "oracle"})
     payload = "\0".join([
-        images.fingerprint, json.dumps(evaluation, sort_keys=True),
+        ORACLE_FORMAT, images.fingerprint, json.dumps(evaluation, sort_keys=True),
         hashlib.sha256(sources.chain_file(chain).read_bytes()).hexdigest(), trees.digest(HARNESS_DIR),
         network_probe() or "",
     ])
@@ -222,6 +226,16 @@ def store_oracle_part(path: Path, model) -> None:
     write_text(content_hash_path(path), hashlib.sha256(path.read_bytes()).hexdigest() + "\n")
 
 
+def gold_flags(runs: list[TestRun]) -> list[IntegrityFlag]:
+    """The harness's findings on the target's own code, once each: what the package's tests do by
+    themselves (hypothesis' @given wrappers, pytest testing pytest), not what a candidate did."""
+    seen: dict[tuple, IntegrityFlag] = {}
+    for run in runs:
+        for flag in run.integrity_flags:
+            seen.setdefault((flag.kind, flag.location, flag.detail), flag)
+    return list(seen.values())
+
+
 def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool = False) -> ChainOracle:
     """Build (or reuse) the chain's oracle."""
     path = oracle_path(chain)
@@ -313,6 +327,7 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
             index=index, prev_version=prev, next_version=next_, new_gold=new_gold, old_gold=old_gold,
             upgrade_related=related, flaky=flaky, needs_network=network, excluded=dict(sorted(excluded.items())),
             old_gold_collection_errors=sorted(cross_runs[next_].collection_errors),
+            gold_integrity_flags=gold_flags(new_runs),
         ))
     oracle = ChainOracle(
         chain=chain.id, inputs_hash=wanted, versions=chain.versions, environments=images.environments,

@@ -118,13 +118,21 @@ def prev_import_flag(
     )
 
 
+def finding_key(flag: IntegrityFlag) -> tuple:
+    return (flag.kind, flag.location, flag.detail)
+
+
 def step_flags(step: StepRecord, previous: StepRecord | None, import_name: str | None) -> list[IntegrityFlag]:
-    """Every integrity finding of one step: the harness's, and scoring's own."""
+    """Every integrity finding of one step: the harness's, and scoring's own. A harness finding
+    that the target's own code raised in its new-gold runs too (same check, place and words)
+    is the package's doing, not the candidate's, and is left out."""
     flags: list[IntegrityFlag] = []
+    gold = {finding_key(f) for f in step.gold_integrity_flags}
     runs = [("prev", step.prev_run), ("build", step.build.run), ("fix", step.fix.run if step.fix else None)]
     for phase, run in runs:
         for flag in run.integrity_flags if run else []:
-            flags.append(flag.model_copy(update={"step": step.index, "phase": flag.phase or phase}))
+            if finding_key(flag) not in gold:
+                flags.append(flag.model_copy(update={"step": step.index, "phase": flag.phase or phase}))
     prev_flag = prev_import_flag(step.index, step.next_version, step.prev_run, previous, import_name)
     if prev_flag:
         flags.append(prev_flag)
