@@ -291,3 +291,11 @@ def test_the_commit_status_says_a_run_is_flagged():
     clean = scorecard(record, [step(1, {"u1": P, "u2": F, "k1": P, "k2": P})])
     assert status_for(record, flagged)[1].endswith("; integrity flagged (1), not ranked")
     assert "integrity" not in status_for(record, clean)[1]
+
+
+def test_findings_differing_only_in_an_object_id_are_the_same_finding():
+    gold = IntegrityFlag(kind="plugin_registered", detail="plugin 140179606580816 from /work/run/src/_pytest/config/__init__.py",
+                         location="/work/run/src/_pytest/config/__init__.py")
+    same = gold.model_copy(update={"detail": "plugin 140603864423888 from /work/run/src/_pytest/config/__init__.py"})
+    elsewhere = gold.model_copy(update={"detail": "plugin 140603864423888 from /work/run/src/_pytest/evil.py"})
+    assert integrity.finding_key(same) == integrity.finding_key(gold) != integrity.finding_key(elsewhere)

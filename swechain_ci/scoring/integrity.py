@@ -118,8 +118,13 @@ def prev_import_flag(
     )
 
 
+# Object ids and addresses differ from run to run ("plugin 140179606580816 from …").
+RUN_SPECIFIC_NUMBER = re.compile(r"\b(?:0x[0-9a-f]+|\d{8,})\b")
+
+
 def finding_key(flag: IntegrityFlag) -> tuple:
-    return (flag.kind, flag.location, flag.detail)
+    """What makes two findings the same: check, place and words, run-specific numbers aside."""
+    return (flag.kind, flag.location, RUN_SPECIFIC_NUMBER.sub("#", flag.detail))
 
 
 def step_flags(step: StepRecord, previous: StepRecord | None, import_name: str | None) -> list[IntegrityFlag]:
