@@ -87,9 +87,10 @@ def reusable_oracle(path: Path, wanted_inputs: str) -> ChainOracle | None:
     return existing
 
 
-def store_oracle(path: Path, oracle: ChainOracle) -> None:
-    """Write the oracle and the SHA-256 of its bytes beside it."""
-    store_oracle_part(path, oracle)
+def store_oracle(path: Path, model: ChainOracle | TestRun) -> None:
+    """Write the oracle (or a kept gold run) and the SHA-256 of its bytes beside it."""
+    write_model(path, model)
+    write_text(content_hash_path(path), hashlib.sha256(path.read_bytes()).hexdigest() + "\n")
 
 
 def built_ranges(chain: Chain) -> list[str]:
@@ -216,14 +217,9 @@ def keep_gold_run(path: Path, run: TestRun, log: Path) -> None:
     """Only a run that finished, with its log: one the machine cut short (time-out, crash) runs
     again next time."""
     if run.execution_error is None and not run.timed_out:
-        store_oracle_part(path, run)
+        store_oracle(path, run)
         if log.is_file():
             shutil.copyfile(log, path.with_suffix(".log"))
-
-
-def store_oracle_part(path: Path, model) -> None:
-    write_model(path, model)
-    write_text(content_hash_path(path), hashlib.sha256(path.read_bytes()).hexdigest() + "\n")
 
 
 def gold_flags(runs: list[TestRun]) -> list[IntegrityFlag]:
