@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -53,3 +54,15 @@ def project_copy(tmp_path: Path) -> Path:
     for name in ("chains", "specs", "dockerfiles"):
         shutil.copytree(REPO / name, root / name)
     return root
+
+
+def assert_inert(markdown: str) -> None:
+    """The injected heading, image, link, mention and HTML render only as literal text inside code
+    (GitHub-flavoured Markdown): with every code span and block taken out, none of it is left."""
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt("gfm-like").render(markdown)
+    assert "Owned" in html, "the text is shown"
+    outside = re.sub(r"<code[^>]*>.*?</code>|<pre[^>]*>.*?</pre>", "", html, flags=re.S)
+    assert "Owned" not in outside and "evil.example" not in outside and "@maintainers" not in outside
+    assert "<img" not in html and "<b>" not in html and 'href="http://evil' not in html

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import assert_inert
 from github_server import FakeGitHub, GitHubState
 from typer.testing import CliRunner
 
@@ -28,20 +29,6 @@ def github(monkeypatch):
         monkeypatch.setenv("GITHUB_REPOSITORY", REPO_NAME)
         monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
         yield fake
-
-
-def assert_inert(markdown: str) -> None:
-    """The injected heading, image, link, mention and HTML render only as literal text inside code
-    (GitHub-flavoured Markdown): with every code span and block taken out, none of it is left."""
-    import re
-
-    from markdown_it import MarkdownIt
-
-    html = MarkdownIt("gfm-like").render(markdown)
-    assert "Owned" in html, "the text is shown"
-    outside = re.sub(r"<code[^>]*>.*?</code>|<pre[^>]*>.*?</pre>", "", html, flags=re.S)
-    assert "Owned" not in outside and "evil.example" not in outside and "@maintainers" not in outside
-    assert "<img" not in html and "<b>" not in html and 'href="http://evil' not in html
 
 
 def invoke(*args: str):

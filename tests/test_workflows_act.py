@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import REPO, load_json
+from conftest import REPO, assert_inert, load_json
 from github_server import FakeGitHub
 
 VENV_BIN = Path(sys.executable).parent
@@ -324,20 +324,6 @@ def test_two_runs_of_the_same_agent_and_chain_with_different_run_ids_both_finish
 
 
 INJECTION = "# Owned ![x](http://evil.example/x.png) @maintainers [click](http://evil.example) <b>bold</b>"
-
-
-def assert_inert(markdown: str) -> None:
-    """The injected heading, image, link, mention and HTML render only as literal text inside code
-    (GitHub-flavoured Markdown): with every code span and block taken out, none of it is left."""
-    import re
-
-    from markdown_it import MarkdownIt
-
-    html = MarkdownIt("gfm-like").render(markdown)
-    assert "Owned" in html, "the text is shown"
-    outside = re.sub(r"<code[^>]*>.*?</code>|<pre[^>]*>.*?</pre>", "", html, flags=re.S)
-    assert "Owned" not in outside and "evil.example" not in outside and "@maintainers" not in outside
-    assert "<img" not in html and "<b>" not in html and 'href="http://evil' not in html
 
 
 def job_summaries(stdout: str) -> str:
