@@ -34,8 +34,15 @@ CLI = [sys.executable, "-m", "swechain_ci"]
 
 def timed_build(chain: str, steps: list[str], env: dict, force: bool) -> float:
     started = time.perf_counter()
-    checked(subprocess.run([*CLI, "chain", "build", chain, *steps, *(["--force"] if force else [])],
-                           cwd=REPO, env=env, capture_output=True, text=True))
+    checked(
+        subprocess.run(
+            [*CLI, "chain", "build", chain, *steps, *(["--force"] if force else [])],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+    )
     return time.perf_counter() - started
 
 
@@ -47,8 +54,9 @@ def checked(done: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
 
 
 def remove_images(chain: str) -> None:
-    listed = subprocess.run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"],
-                            capture_output=True, text=True, check=True).stdout.split()
+    listed = subprocess.run(
+        ["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True, text=True, check=True
+    ).stdout.split()
     mine = [i for i in listed if i.startswith(f"swechain-ci/{chain}-")]
     if mine:
         subprocess.run(["docker", "rmi", "-f", *mine], capture_output=True, check=True)
@@ -86,17 +94,40 @@ def container_vs_bare(chain_id: str, steps: str | None) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         venv, work = Path(tmp) / "venv", Path(tmp) / "work"
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        wheels = images.wheelhouse(environments.pins(chain, version), chain.config.python, environments.built_wheels(chain))
-        subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "--no-index", "--find-links", str(wheels),
-                        *environments.pins(chain, version)], check=True)
+        wheels = images.wheelhouse(
+            environments.pins(chain, version), chain.config.python, environments.built_wheels(chain)
+        )
+        subprocess.run(
+            [
+                str(venv / "bin" / "pip"),
+                "install",
+                "--quiet",
+                "--no-index",
+                "--find-links",
+                str(wheels),
+                *environments.pins(chain, version),
+            ],
+            check=True,
+        )
         shutil.copytree(trees.code, work)
         shutil.copytree(trees.hidden, work, dirs_exist_ok=True)
         bare = []
         for _ in range(3):
             started = time.perf_counter()
-            subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            chain.config.test_folder], cwd=work, capture_output=True,
-                           env={**os.environ, "PYTHONPATH": str(work / chain.config.source_root)})
+            subprocess.run(
+                [
+                    str(venv / "bin" / "python"),
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    chain.config.test_folder,
+                ],
+                cwd=work,
+                capture_output=True,
+                env={**os.environ, "PYTHONPATH": str(work / chain.config.source_root)},
+            )
             bare.append(time.perf_counter() - started)
     return statistics.median(contained), statistics.median(bare)
 
@@ -104,11 +135,35 @@ def container_vs_bare(chain_id: str, steps: str | None) -> tuple[float, float]:
 def timed_run(chain: str, steps: list[str], agent: str, spec_level: str, output: Path) -> tuple[float, str]:
     """One `swechain-ci run`; its wall time and the scorecard's Build line."""
     started = time.perf_counter()
-    done = checked(subprocess.run([*CLI, "run", "--chain", chain, "--agent", agent, *steps, "--spec-level", spec_level,
-                                   "--output", str(output)], cwd=REPO, capture_output=True, text=True))
+    done = checked(
+        subprocess.run(
+            [
+                *CLI,
+                "run",
+                "--chain",
+                chain,
+                "--agent",
+                agent,
+                *steps,
+                "--spec-level",
+                spec_level,
+                "--output",
+                str(output),
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
+    )
     elapsed = time.perf_counter() - started
-    build = next((line.strip() for line in done.stdout.splitlines()
-                  if [c.strip() for c in line.split("|")[1:3]] == ["chain", "Build"]), "")
+    build = next(
+        (
+            line.strip()
+            for line in done.stdout.splitlines()
+            if [c.strip() for c in line.split("|")[1:3]] == ["chain", "Build"]
+        ),
+        "",
+    )
     return elapsed, build
 
 
@@ -149,8 +204,10 @@ def main() -> None:
     count, mib = image_disk_use(args.chain)
     print(f"images: {count}, disk use {mib:.0f} MiB (shared layers counted once)")
     contained, bare = container_vs_bare(args.chain, args.steps)
-    print(f"one step's hidden tests: container {contained:.2f} s, bare pytest on the host {bare:.2f} s, "
-          f"ratio {contained / bare:.2f}")
+    print(
+        f"one step's hidden tests: container {contained:.2f} s, bare pytest on the host {bare:.2f} s, "
+        f"ratio {contained / bare:.2f}"
+    )
 
 
 if __name__ == "__main__":

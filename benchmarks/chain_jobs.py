@@ -82,11 +82,27 @@ def act(work: Path, workflow: str, inputs: dict, api: str) -> None:
     event.write_text(json.dumps({"inputs": inputs, "ref": "refs/heads/main"}))
     stub = work.parent / "stub-action"
     done = subprocess.run(
-        [str(VENV_BIN / "act"), "workflow_dispatch", "-W", f".github/workflows/{workflow}", "-e", str(event),
-         "-P", "self-hosted=-self-hosted", "--local-repository",
-         f"actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02={stub}",
-         "-s", "GITHUB_TOKEN=bench", "--env", f"GITHUB_API_URL={api}", "--env", "GITHUB_REPOSITORY=acme/bench"],
-        cwd=work, capture_output=True, text=True,
+        [
+            str(VENV_BIN / "act"),
+            "workflow_dispatch",
+            "-W",
+            f".github/workflows/{workflow}",
+            "-e",
+            str(event),
+            "-P",
+            "self-hosted=-self-hosted",
+            "--local-repository",
+            f"actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02={stub}",
+            "-s",
+            "GITHUB_TOKEN=bench",
+            "--env",
+            f"GITHUB_API_URL={api}",
+            "--env",
+            "GITHUB_REPOSITORY=acme/bench",
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
     )
     if done.returncode != 0:
         sys.exit(f"act failed on {workflow}:\n{done.stdout[-4000:]}")
@@ -109,7 +125,7 @@ def main() -> None:
         while pending:
             act(work, "chain-run.yml", pending.pop(), github.url)
             runs += 1
-            pending += [d["inputs"] for d in github.state.dispatches[runs - 1:]]
+            pending += [d["inputs"] for d in github.state.dispatches[runs - 1 :]]
         jobs = time.perf_counter() - started
     job_count = 10  # 3 steps x (build, evaluate, hand-on) + the one Fix
     print(f"toy chain, replay agent, whole chain in one job under act: {one_job:.1f} s")

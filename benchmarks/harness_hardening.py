@@ -55,8 +55,12 @@ def old_image(sandbox: DockerSandbox, image: str, commit: str) -> str:
         info.size = len(dockerfile)
         tar.addfile(info, io.BytesIO(dockerfile))
         for name in HARNESS_FILES:
-            data = subprocess.run(["git", "show", f"{commit}:swechain_ci/evaluation/harness/{name}"],
-                                  cwd=REPO, capture_output=True, check=True).stdout
+            data = subprocess.run(
+                ["git", "show", f"{commit}:swechain_ci/evaluation/harness/{name}"],
+                cwd=REPO,
+                capture_output=True,
+                check=True,
+            ).stdout
             info = tarfile.TarInfo(f"old-harness/{name}")
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
@@ -69,17 +73,26 @@ def old_image(sandbox: DockerSandbox, image: str, commit: str) -> str:
 def run_old(sandbox: DockerSandbox, chain, image: str, code: Path):
     config = chain.config
     settings = {
-        "test_folder": config.test_folder, "source_root": config.source_root, "protected": config.protected_files,
+        "test_folder": config.test_folder,
+        "source_root": config.source_root,
+        "protected": config.protected_files,
         "remove_options": [o.model_dump() for o in config.pytest.remove_options],
         "rename_sections": [r.model_dump() for r in config.pytest.rename_sections],
-        "extra_args": config.pytest.extra_args, "test_timeout_s": config.timeouts.test_s,
+        "extra_args": config.pytest.extra_args,
+        "test_timeout_s": config.timeouts.test_s,
         "run_timeout_s": config.timeouts.run_s,
     }
     result = sandbox.run_once(
-        image, ["/opt/venv/bin/python", "/opt/swechain/old-harness/run_hidden_tests.py"],
-        [("/work", trees.pack(code, "candidate", uid=RUNNER_UID, gid=RUNNER_UID)),
-         ("/work", single_file_tar("eval.json", json.dumps(settings).encode(), RUNNER_UID))],
-        collect="/out", limits=run_limits(chain, runner_size()), timeout_s=config.timeouts.run_s + 60, labels=LABELS,
+        image,
+        ["/opt/venv/bin/python", "/opt/swechain/old-harness/run_hidden_tests.py"],
+        [
+            ("/work", trees.pack(code, "candidate", uid=RUNNER_UID, gid=RUNNER_UID)),
+            ("/work", single_file_tar("eval.json", json.dumps(settings).encode(), RUNNER_UID)),
+        ],
+        collect="/out",
+        limits=run_limits(chain, runner_size()),
+        timeout_s=config.timeouts.run_s + 60,
+        labels=LABELS,
     )
     return evaluation.parse(result.files, result.exit_code, result.timed_out, result.logs_tail)
 
@@ -105,8 +118,10 @@ def measure(name: str, chain_id: str, step: str, tests_of: str, code_of: str, re
             assert run.execution_error is None, (kind, run.execution_error)
     assert statuses["old"] == statuses["new"], "old and new harness disagree on a test's status"
     old_s, new_s = statistics.median(times["old"]), statistics.median(times["new"])
-    print(f"{name}: old {old_s:.2f} s, new {new_s:.2f} s (medians of {repeats}), "
-          f"ratio new/old {new_s / old_s:.3f}; {len(statuses['new'])} tests, same statuses")
+    print(
+        f"{name}: old {old_s:.2f} s, new {new_s:.2f} s (medians of {repeats}), "
+        f"ratio new/old {new_s / old_s:.3f}; {len(statuses['new'])} tests, same statuses"
+    )
     return new_s / old_s
 
 

@@ -72,7 +72,9 @@ def main(name: str, repeats: int) -> None:
     finally:
         if saved is not None:
             os.environ["SWECHAIN_WORKERS"] = saved
-    print(f"oracle of step 1 ({2 * chain.config.oracle.baseline_runs + 1} gold runs), one at a time: {one_at_a_time:.1f} s")
+    print(
+        f"oracle of step 1 ({2 * chain.config.oracle.baseline_runs + 1} gold runs), one at a time: {one_at_a_time:.1f} s"
+    )
     print(f"oracle of step 1, {side} at a time: {scheduled:.1f} s")
     print(f"speed-up of scheduling: {one_at_a_time / scheduled:.2f}x")
 

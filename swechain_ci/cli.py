@@ -21,7 +21,9 @@ app.add_typer(specs_app, name="specs")
 app.add_typer(ci_app)
 agents_app = typer.Typer(no_args_is_help=True, help="Agent manifests (agents/<name>.yaml).")
 app.add_typer(agents_app, name="agents")
-integrity_app = typer.Typer(no_args_is_help=True, help="A run's integrity findings, and a maintainer's clearing of them.")
+integrity_app = typer.Typer(
+    no_args_is_help=True, help="A run's integrity findings, and a maintainer's clearing of them."
+)
 app.add_typer(integrity_app, name="integrity")
 
 
@@ -39,8 +41,10 @@ def integrity_clear(
     card = rescore(output)
     clearance = integrity.clear(output, card.integrity.flags, by, reason)
     card = rescore(output)
-    typer.echo(f"cleared {clearance.flags} finding(s) of {output} by {clearance.cleared_by} at {clearance.cleared_at}; "
-               f"integrity: {card.integrity.status}")
+    typer.echo(
+        f"cleared {clearance.flags} finding(s) of {output} by {clearance.cleared_by} at {clearance.cleared_at}; "
+        f"integrity: {card.integrity.status}"
+    )
 
 
 def _manifests_using(path: Path) -> list[Path]:
@@ -60,9 +64,15 @@ def _manifests_using(path: Path) -> list[Path]:
 
 @agents_app.command("validate")
 def agents_validate(
-    paths: Annotated[list[Path] | None, typer.Argument(
-        help="manifests, folders, or files a manifest uses (its Dockerfile: the manifests using it are checked); default agents/")] = None,
-    report: Annotated[Path | None, typer.Option(help="also write the findings as JSON (ValidationReport), for the PR comment")] = None,
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="manifests, folders, or files a manifest uses (its Dockerfile: the manifests using it are checked); default agents/"
+        ),
+    ] = None,
+    report: Annotated[
+        Path | None, typer.Option(help="also write the findings as JSON (ValidationReport), for the PR comment")
+    ] = None,
 ) -> None:
     """Check manifests; every problem is reported with its file and field, one line each."""
     from swechain_ci.agents.manifest import agents_dir, parse_manifest
@@ -111,8 +121,15 @@ def agents_list() -> None:
     rows.append(["replay:<folder>", "builtin", "-", "-", "none"])
     for path in available_manifests():
         m = parse_manifest(path)
-        rows.append([m.name, m.kind, m.model or "-", ", ".join(m.env) or "-",
-                     m.network.mode + (f" ({', '.join(m.network.allow)})" if m.network.allow else "")])
+        rows.append(
+            [
+                m.name,
+                m.kind,
+                m.model or "-",
+                ", ".join(m.env) or "-",
+                m.network.mode + (f" ({', '.join(m.network.allow)})" if m.network.allow else ""),
+            ]
+        )
     typer.echo(tabulate(rows, headers=["agent", "kind", "model", "needs", "network"], tablefmt="github"))
 
 
@@ -127,9 +144,19 @@ def chain_list() -> None:
     for name in available_chains():
         chain = load_chain(name)
         kinds = sorted({v.source.kind for v in chain.config.versions})
-        rows.append([name, chain.config.paper_id or "-", chain.config.package, chain.config.python,
-                     f"{chain.versions[0]} → {chain.versions[-1]}", len(chain.steps), ", ".join(kinds),
-                     ", ".join(built_ranges(chain)) or "-", ", ".join(levels_available(chain)) or "-"])
+        rows.append(
+            [
+                name,
+                chain.config.paper_id or "-",
+                chain.config.package,
+                chain.config.python,
+                f"{chain.versions[0]} → {chain.versions[-1]}",
+                len(chain.steps),
+                ", ".join(kinds),
+                ", ".join(built_ranges(chain)) or "-",
+                ", ".join(levels_available(chain)) or "-",
+            ]
+        )
     headers = ["chain", "paper id", "package", "python", "versions", "steps", "source", "oracle (steps)", "spec levels"]
     typer.echo(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
 
@@ -175,8 +202,13 @@ def chain_diff(
     loaded = load_chain(chain).select_steps(steps)
     rows = []
     for index, d in enumerate(chain_diffs(loaded), start=loaded.step_offset + 1):
-        rows.append([index, f"{d.prev_version} -> {d.next_version}",
-                     *(f"{p.files} files, {p.hunks} hunks, +{p.added}/-{p.removed}" for p in (d.code, d.tests, d.others))])
+        rows.append(
+            [
+                index,
+                f"{d.prev_version} -> {d.next_version}",
+                *(f"{p.files} files, {p.hunks} hunks, +{p.added}/-{p.removed}" for p in (d.code, d.tests, d.others)),
+            ]
+        )
     typer.echo(tabulate(rows, headers=["step", "upgrade", "code", "tests", "others"], tablefmt="github"))
     first, second = loaded.steps[0]
     typer.echo(f"\ndiffs in {diff_folder(loaded, first, second).parent}")
@@ -205,12 +237,24 @@ def chain_compare(
         )
     rows = compare(read_model(path, ChainOracle), reference)
     table = [
-        [r.index, f"{r.prev_version} -> {r.next_version}", len(r.both), len(r.only_ours), len(r.only_theirs),
-         "n/a" if r.jaccard is None else f"{r.jaccard:.2f}", r.verdict]
+        [
+            r.index,
+            f"{r.prev_version} -> {r.next_version}",
+            len(r.both),
+            len(r.only_ours),
+            len(r.only_theirs),
+            "n/a" if r.jaccard is None else f"{r.jaccard:.2f}",
+            r.verdict,
+        ]
         for r in rows
     ]
-    typer.echo(tabulate(table, headers=["step", "upgrade", "both", "only ours", "only theirs", "Jaccard", "verdict"],
-                        tablefmt="github"))
+    typer.echo(
+        tabulate(
+            table,
+            headers=["step", "upgrade", "both", "only ours", "only theirs", "Jaccard", "verdict"],
+            tablefmt="github",
+        )
+    )
     if details:
         for r in rows:
             for d in r.differences:
@@ -220,18 +264,28 @@ def chain_compare(
 @app.command("run")
 def run(
     chain: Annotated[str, typer.Option(help="chain id or path")],
-    agent: Annotated[str, typer.Option(help="oracle, noop, replay:<patch folder>, an agents/<name>.yaml name or a manifest path")],
+    agent: Annotated[
+        str, typer.Option(help="oracle, noop, replay:<patch folder>, an agents/<name>.yaml name or a manifest path")
+    ],
     output: Annotated[Path, typer.Option(help="results folder; an unfinished run there resumes")],
     spec_level: Annotated[str | None, typer.Option(help="specification level (default: the chain's)")] = None,
     steps: Annotated[str | None, typer.Option(help="only steps A-B (1-based), e.g. 9-13; default all")] = None,
-    git_branch: Annotated[str | None, typer.Option(help="commit each phase to this branch, e.g. runs/<agent>/<chain>/<id>")] = None,
+    git_branch: Annotated[
+        str | None, typer.Option(help="commit each phase to this branch, e.g. runs/<agent>/<chain>/<id>")
+    ] = None,
     git_repo: Annotated[Path, typer.Option(help="repository holding the run branch")] = Path("."),
     push: Annotated[str | None, typer.Option(help="remote to push the run branch to as commits land")] = None,
     max_steps: Annotated[int | None, typer.Option(min=1, help="run at most this many steps, then pause")] = None,
-    phase: Annotated[str | None, typer.Option(
-        help="run one phase only, as a workflow job does: build, evaluate, fix, evaluate-fix or hand-on "
-             "(with --git-branch, the run's records come from the branch)")] = None,
-    step: Annotated[int | None, typer.Option(min=1, help="with --phase: the step it belongs to (default: the run's current step)")] = None,
+    phase: Annotated[
+        str | None,
+        typer.Option(
+            help="run one phase only, as a workflow job does: build, evaluate, fix, evaluate-fix or hand-on "
+            "(with --git-branch, the run's records come from the branch)"
+        ),
+    ] = None,
+    step: Annotated[
+        int | None, typer.Option(min=1, help="with --phase: the step it belongs to (default: the run's current step)")
+    ] = None,
 ) -> None:
     """Run a full chain with one agent, building whatever is not built yet, and print the scorecard.
 
@@ -291,12 +345,20 @@ def report(output: Annotated[Path, typer.Argument(help="a run's results folder")
 @app.command("site")
 def site(
     output: Annotated[Path, typer.Argument(help="a new folder for the site")],
-    runs: Annotated[list[Path] | None, typer.Argument(help="folders searched for runs (scorecard.json, run.json, steps/)")] = None,
-    history: Annotated[Path, typer.Option(help="weekly leaderboard snapshots (YYYY-Www.json)")] = Path("reports/history"),
-    leaderboard: Annotated[Path | None, typer.Option(
-        help="the current leaderboard.json; default: built from RUNS, else the latest snapshot")] = None,
+    runs: Annotated[
+        list[Path] | None, typer.Argument(help="folders searched for runs (scorecard.json, run.json, steps/)")
+    ] = None,
+    history: Annotated[Path, typer.Option(help="weekly leaderboard snapshots (YYYY-Www.json)")] = Path(
+        "reports/history"
+    ),
+    leaderboard: Annotated[
+        Path | None,
+        typer.Option(help="the current leaderboard.json; default: built from RUNS, else the latest snapshot"),
+    ] = None,
     week: Annotated[str | None, typer.Option(help="the current ISO week, e.g. 2026-W49; default this week")] = None,
-    llm_summary: Annotated[bool, typer.Option(help="add a model-written sentence per failed step (Anthropic API; cached)")] = False,
+    llm_summary: Annotated[
+        bool, typer.Option(help="add a model-written sentence per failed step (Anthropic API; cached)")
+    ] = False,
     model: Annotated[str | None, typer.Option(help="model for --llm-summary")] = None,
 ) -> None:
     """Build the static site: leaderboard (Average and per chain), a page per run, the trend over the weeks."""
@@ -313,8 +375,10 @@ def site(
     elif snapshots:
         board = snapshots[-1][1]
     else:
-        raise SwechainError(f"nothing to show: no runs given and no snapshots in {history}; "
-                            "give run folders, --leaderboard or --history")
+        raise SwechainError(
+            f"nothing to show: no runs given and no snapshots in {history}; "
+            "give run folders, --leaderboard or --history"
+        )
     summarize = None
     if llm_summary:
         from swechain_ci.site.summary import StepSummarizer
@@ -342,18 +406,33 @@ def snapshot(
 
 @app.command("alerts")
 def alerts(
-    runs: Annotated[list[Path] | None, typer.Argument(
-        help="this week's runs; default: compare the last two snapshots")] = None,
-    history: Annotated[Path, typer.Option(help="weekly leaderboard snapshots (YYYY-Www.json)")] = Path("reports/history"),
-    threshold: Annotated[float, typer.Option(
-        min=0.0, max=1.0, envvar="SWECHAIN_ALERT_THRESHOLD",
-        help="alert when chain B+F F1 or resolving drops by more than this (0.05 = 5 points)")] = 0.05,
+    runs: Annotated[
+        list[Path] | None, typer.Argument(help="this week's runs; default: compare the last two snapshots")
+    ] = None,
+    history: Annotated[Path, typer.Option(help="weekly leaderboard snapshots (YYYY-Www.json)")] = Path(
+        "reports/history"
+    ),
+    threshold: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            envvar="SWECHAIN_ALERT_THRESHOLD",
+            help="alert when chain B+F F1 or resolving drops by more than this (0.05 = 5 points)",
+        ),
+    ] = 0.05,
     week: Annotated[str | None, typer.Option(help="this week (ISO, e.g. 2026-W49); default the current one")] = None,
-    comment_on: Annotated[int | None, typer.Option(
-        min=1, envvar="SWECHAIN_ALERT_ISSUE", help="report on GitHub as a comment on this issue")] = None,
-    open_issue: Annotated[str | None, typer.Option(
-        envvar="SWECHAIN_ALERT_ISSUE_TITLE", help="else report on GitHub as a new issue with this title")] = None,
-    site_url: Annotated[str | None, typer.Option(envvar="SWECHAIN_SITE_URL", help="the published site, to link the run pages")] = None,
+    comment_on: Annotated[
+        int | None,
+        typer.Option(min=1, envvar="SWECHAIN_ALERT_ISSUE", help="report on GitHub as a comment on this issue"),
+    ] = None,
+    open_issue: Annotated[
+        str | None,
+        typer.Option(envvar="SWECHAIN_ALERT_ISSUE_TITLE", help="else report on GitHub as a new issue with this title"),
+    ] = None,
+    site_url: Annotated[
+        str | None, typer.Option(envvar="SWECHAIN_SITE_URL", help="the published site, to link the run pages")
+    ] = None,
     workflow_url: Annotated[str | None, typer.Option(help="the workflow run holding this week's run artifacts")] = None,
 ) -> None:
     """Compare this week's leaderboard with the latest earlier snapshot: oracle changes and drops.

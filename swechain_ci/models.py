@@ -88,18 +88,14 @@ class TestRun(Record):
     """
 
     statuses: dict[str, Status] = Field(default_factory=dict)
-    collection_errors: dict[str, str] = Field(
-        default_factory=dict, description="collector node id -> its error output"
-    )
+    collection_errors: dict[str, str] = Field(default_factory=dict, description="collector node id -> its error output")
     error_messages: dict[str, str] = Field(
         default_factory=dict, description="node id -> message of a failed/error test"
     )
     failed_imports: list[FailedImport] = Field(default_factory=list)
     exit_code: int | None = None
     timed_out: bool = False
-    execution_error: str | None = Field(
-        None, description="why the run's report cannot be trusted or does not exist"
-    )
+    execution_error: str | None = Field(None, description="why the run's report cannot be trusted or does not exist")
     collected: int | None = None
     duration_s: float = 0.0
     output_tail: str = ""
@@ -202,13 +198,16 @@ class AgentOutcome(Usage):
         "ok", description="tree_rejected: the code tree it left cannot be taken (e.g. over the size limit)"
     )
     ended_by: str | None = Field(None, description="e.g. end_turn, exit, limit, repetition, infra")
-    limit: Literal["turns", "cost_usd", "wall_s"] | None = Field(None, description="the limit that ended it (ended_by: limit)")
+    limit: Literal["turns", "cost_usd", "wall_s"] | None = Field(
+        None, description="the limit that ended it (ended_by: limit)"
+    )
     infra: str | None = Field(None, description="the infra-failure signature that matched (agents/triage.py)")
     detail: str = ""
     wall_s: float = 0.0
     exit_code: int | None = None
     cost_source: Literal["cli", "prices"] | None = Field(
-        None, description="cli: dollars the agent's CLI reported; prices: tokens priced with prices.yaml")
+        None, description="cli: dollars the agent's CLI reported; prices: tokens priced with prices.yaml"
+    )
     prices_date: str | None = Field(None, description="the date of the price table, when prices were used")
     cli_session: str | None = Field(None, description="the session id the CLI reported (its Fix resumes it)")
     output_truncated: bool = False
@@ -271,14 +270,19 @@ class StepRecord(Record):
     new_gold: dict[str, Status]
     flaky: list[str] = Field(default_factory=list)
     needs_network: list[str] = Field(default_factory=list)
-    prev_outcomes: dict[str, Status] = Field(description="prev as observed; scoring may fall back to old_gold (integrity)")
+    prev_outcomes: dict[str, Status] = Field(
+        description="prev as observed; scoring may fall back to old_gold (integrity)"
+    )
     build: PhaseRecord
     fix: PhaseRecord | None = None
     fix_report: str | None = None
-    old_gold: dict[str, Status] = Field(default_factory=dict, description="old gold under the hidden tests (the oracle's)")
+    old_gold: dict[str, Status] = Field(
+        default_factory=dict, description="old gold under the hidden tests (the oracle's)"
+    )
     prev_run: TestRun | None = Field(None, description="the prev evaluation (none at a range's first step: old gold)")
     integrity_flags: list[IntegrityFlag] = Field(
-        default_factory=list, description="every integrity finding of this step (harness and scoring); recomputed on re-scoring"
+        default_factory=list,
+        description="every integrity finding of this step (harness and scoring); recomputed on re-scoring",
     )
     gold_integrity_flags: list[IntegrityFlag] = Field(
         default_factory=list, description="the oracle's: the harness's findings on the target's own code"
@@ -302,7 +306,8 @@ class RunRecord(Record):
     oracle_hash: str
     steps_total: int
     status: Literal["running", "finished", "stopped", "paused"] = Field(
-        "running", description="paused: an infrastructure failure; resuming runs the paused step again")
+        "running", description="paused: an infrastructure failure; resuming runs the paused step again"
+    )
     stop_reason: str | None = None
     import_name: str | None = Field(None, description="the package's import name, for integrity checks")
     steps_planned: list[PlannedStep] = Field(
@@ -317,7 +322,9 @@ class PlannedStep(BaseModel):
     index: int
     prev_version: str
     next_version: str
-    upgrade_related: int = Field(description="upgrade-related tests in the scored universe (flaky and network ones out)")
+    upgrade_related: int = Field(
+        description="upgrade-related tests in the scored universe (flaky and network ones out)"
+    )
 
 
 class StepScore(BaseModel):
@@ -336,7 +343,8 @@ class StepScore(BaseModel):
     usage: Usage | None = None
     wall_s: float = 0.0
     failure_modes_build: dict[str, int] = Field(
-        default_factory=dict, description="failure mode -> unresolved and regressed tests (scoring/failure_modes.py)")
+        default_factory=dict, description="failure mode -> unresolved and regressed tests (scoring/failure_modes.py)"
+    )
     failure_modes_build_fix: dict[str, int] = Field(default_factory=dict)
 
 
@@ -357,7 +365,9 @@ class Scorecard(Record):
     oracle_hash: str | None = Field(None, description="the chain oracle the run was scored against")
     failure_modes_build: dict[str, int] = Field(default_factory=dict, description="the steps' failure modes, summed")
     failure_modes_build_fix: dict[str, int] = Field(default_factory=dict)
-    ranking: Ranking | None = Field(None, description="the figures a leaderboard ranks by; null for runs without a plan")
+    ranking: Ranking | None = Field(
+        None, description="the figures a leaderboard ranks by; null for runs without a plan"
+    )
     integrity: Integrity = Field(default_factory=Integrity)
 
 

@@ -87,9 +87,7 @@ def step_dir(output: Path, step: StepOracle) -> Path:
 
 
 def finished_steps(output: Path) -> list[StepRecord]:
-    return sorted(
-        (read_model(p, StepRecord) for p in output.glob("steps/*/step.json")), key=lambda s: s.index
-    )
+    return sorted((read_model(p, StepRecord) for p in output.glob("steps/*/step.json")), key=lambda s: s.index)
 
 
 def open_run(output: Path, chain: Chain, agent: Agent, level: str) -> RunRecord | None:
@@ -125,7 +123,9 @@ def restore(archive: Path, dest: Path) -> None:
         with gzip.open(archive) as stream:
             trees.unpack_untrusted(iter(lambda: stream.read(2**20), b""), dest, strip="code")
     except (OSError, EOFError) as exc:
-        raise SwechainError(f"{archive} is not a readable code archive ({exc}); remove its step folder to redo the step") from None
+        raise SwechainError(
+            f"{archive} is not a readable code archive ({exc}); remove its step folder to redo the step"
+        ) from None
 
 
 def secrets_for(manifest: AgentManifest) -> dict[str, str]:
@@ -183,8 +183,15 @@ class ChainRun:
     another runner can take any phase."""
 
     def __init__(
-        self, sandbox: DockerSandbox, chain: Chain, agent: Agent, manifest: AgentManifest, oracle: ChainOracle,
-        chain_images: image_builds.ChainImages, output: Path, specs: dict[tuple[str, str], str],
+        self,
+        sandbox: DockerSandbox,
+        chain: Chain,
+        agent: Agent,
+        manifest: AgentManifest,
+        oracle: ChainOracle,
+        chain_images: image_builds.ChainImages,
+        output: Path,
+        specs: dict[tuple[str, str], str],
         branch: RunBranch | None = None,
     ) -> None:
         self.sandbox, self.chain, self.agent, self.manifest, self.oracle = sandbox, chain, agent, manifest, oracle
@@ -231,7 +238,9 @@ class ChainRun:
         write_model(self.output / "run.json", record.model_copy(update={"status": "running", "stop_reason": None}))
 
     def write_scorecard(self) -> None:
-        write_scorecard(self.output, scorecard(self.record, finished_steps(self.output), integrity.read_clearance(self.output)))
+        write_scorecard(
+            self.output, scorecard(self.record, finished_steps(self.output), integrity.read_clearance(self.output))
+        )
 
     def code(self, step: StepOracle, name: str, dest: Path) -> Path:
         """A codebase from the records: ``start`` (before ``step``), ``build``, ``fix`` or ``final``."""
@@ -279,8 +288,9 @@ class ChainRun:
         if name == "build" and step.index != self.oracle.steps[0].index:
             # prev needs nothing from the agent: its evaluation runs while the agent works.
             progress.say(f"step {step.index}/{len(self.oracle.steps)}: hidden tests of {step.next_version} on prev")
-            prev = in_background(lambda: evaluate(
-                self.sandbox, self.chain, self.images.versions[step.next_version], before, self.labels))
+            prev = in_background(
+                lambda: evaluate(self.sandbox, self.chain, self.images.versions[step.next_version], before, self.labels)
+            )
         agent_image = ensure_agent_image(self.sandbox, self.chain, self.images, self.manifest)
         container = self.sandbox.start_agent_container(
             agent_image, self.chain.config.limits, self.labels, network=agent_network(self.manifest)
@@ -295,15 +305,27 @@ class ChainRun:
             workspace.put_text(SPEC_FILE, spec)
             if fix_report is not None:
                 workspace.put_text(FIX_REPORT_FILE, fix_report)
-            prompt = (PROMPTS / f"{name}.md").read_text().format(
-                prev_version=step.prev_version, next_version=step.next_version
+            prompt = (
+                (PROMPTS / f"{name}.md")
+                .read_text()
+                .format(prev_version=step.prev_version, next_version=step.next_version)
             )
             workspace.put_text(PROMPT_FILE, prompt)
             ctx = PhaseContext(
-                phase=name, step_index=step.index, prev_version=step.prev_version, next_version=step.next_version,
-                spec=spec, fix_report=fix_report, prompt=prompt, workspace=workspace, chain=self.chain,
-                log=folder / "logs" / f"agent-{name}.log", session_id=session_id, limits=self.manifest.limits,
-                secrets=self.secrets, cli_session=cli_session,
+                phase=name,
+                step_index=step.index,
+                prev_version=step.prev_version,
+                next_version=step.next_version,
+                spec=spec,
+                fix_report=fix_report,
+                prompt=prompt,
+                workspace=workspace,
+                chain=self.chain,
+                log=folder / "logs" / f"agent-{name}.log",
+                session_id=session_id,
+                limits=self.manifest.limits,
+                secrets=self.secrets,
+                cli_session=cli_session,
             )
             ctx.log.parent.mkdir(parents=True, exist_ok=True)
             progress.say(f"step {step.index}/{len(self.oracle.steps)} {name}: agent {self.agent.name} at work")
@@ -315,7 +337,9 @@ class ChainRun:
                 raise InfraFailure(step.index, name, outcome.infra, outcome.detail)
             try:
                 workspace.pull_code(after)
-            except SwechainError as exc:  # e.g. a tree over the size limit: the agent's failure; the code stays as it was
+            except (
+                SwechainError
+            ) as exc:  # e.g. a tree over the size limit: the agent's failure; the code stays as it was
                 outcome = outcome.model_copy(update={"status": "tree_rejected", "detail": str(exc)[:2000]})
                 shutil.rmtree(after, ignore_errors=True)
                 trees.copy_tree(before, after)
@@ -334,14 +358,24 @@ class ChainRun:
             try:
                 write_model(folder / "prev-run.json", PrevRun(code_sha256=trees.digest(before), run=prev.result()))
             except Exception as exc:  # the evaluation phase runs it again
-                progress.say(f"step {step.index}: the prev evaluation failed alongside the agent ({exc}); it runs again later")
+                progress.say(
+                    f"step {step.index}: the prev evaluation failed alongside the agent ({exc}); it runs again later"
+                )
         patch = trees.diff(before, after)
         write_text(folder / f"{name}.diff", patch)
         write_bytes(folder / f"code-{name}.tar.gz", snapshot(after))
-        write_model(folder / f"agent-{name}.json", AgentPhaseRecord(
-            phase=name, agent=outcome, session_id=session_id, session=session, session_note=note,
-            code_sha256=trees.digest(after), diff=trees.diff_stats(patch),
-        ))
+        write_model(
+            folder / f"agent-{name}.json",
+            AgentPhaseRecord(
+                phase=name,
+                agent=outcome,
+                session_id=session_id,
+                session=session,
+                session_note=note,
+                code_sha256=trees.digest(after),
+                diff=trees.diff_stats(patch),
+            ),
+        )
         self.commit(after, self.title(step, name))
 
     def put_archive(self, workspace: Workspace, step: StepOracle) -> None:
@@ -355,8 +389,9 @@ class ChainRun:
 
     # -- evaluation -----------------------------------------------------------------------------
 
-    def evaluated(self, name: str, step: StepOracle, code: Path, prev_outcomes: dict[str, Status],
-                  runs: dict[str, TestRun]) -> PhaseRecord:
+    def evaluated(
+        self, name: str, step: StepOracle, code: Path, prev_outcomes: dict[str, Status], runs: dict[str, TestRun]
+    ) -> PhaseRecord:
         """The agent phase ``name``'s record with its hidden-test run; ``runs`` reuses a run of identical code."""
         folder = step_dir(self.output, step)
         agent = read_model(folder / f"agent-{name}.json", AgentPhaseRecord)
@@ -366,15 +401,28 @@ class ChainRun:
                 self.sandbox, self.chain, self.images.versions[step.next_version], code, self.labels
             )
         gold = sources.materialize(self.chain, step.prev_version).code
-        run = flag_run(runs[agent.code_sha256], gold, code, self.chain.config.test_folder, step.index, name,
-                       self.chain.config.source_root)
+        run = flag_run(
+            runs[agent.code_sha256],
+            gold,
+            code,
+            self.chain.config.test_folder,
+            step.index,
+            name,
+            self.chain.config.source_root,
+        )
         outcomes = resolve(run, step.new_gold)
         universe = scored_universe(step.new_gold, [*step.flaky, *step.needs_network])
         categories = categorize(step.upgrade_related, universe, prev_outcomes, outcomes)
         write_text(folder / "logs" / f"tests-{name}.log", run.output_tail)
         return PhaseRecord(
-            phase=name, agent=agent.agent, code_sha256=agent.code_sha256, diff=agent.diff, run=run,
-            outcomes=outcomes, categories=categories, counts=count(categories),
+            phase=name,
+            agent=agent.agent,
+            code_sha256=agent.code_sha256,
+            diff=agent.diff,
+            run=run,
+            outcomes=outcomes,
+            categories=categories,
+            counts=count(categories),
             execution_error=has_execution_error(run, outcomes),
         )
 
@@ -396,20 +444,32 @@ class ChainRun:
                 prev_run = ran_alongside.run  # evaluated while the agent worked
             else:
                 progress.say(f"step {step.index}/{len(self.oracle.steps)}: hidden tests of {step.next_version} on prev")
-                prev_run = evaluate(self.sandbox, self.chain, self.images.versions[step.next_version], prev, self.labels)
+                prev_run = evaluate(
+                    self.sandbox, self.chain, self.images.versions[step.next_version], prev, self.labels
+                )
             runs[trees.digest(prev)] = prev_run
             prev_outcomes = resolve(prev_run, step.new_gold)
         # prev as scored: old gold where prev broke on purpose (scoring/integrity.py)
-        prev_flag = integrity.prev_import_flag(step.index, step.next_version, prev_run, self.previous(step),
-                                               self.record.import_name)
+        prev_flag = integrity.prev_import_flag(
+            step.index, step.next_version, prev_run, self.previous(step), self.record.import_name
+        )
         scored_prev = integrity.prev_for_scoring(prev_outcomes, step.old_gold, [prev_flag] if prev_flag else [])
         code = self.code(step, "build", work / "build")
         build = self.evaluated("build", step, code, scored_prev, runs)
         record = StepRecord(
-            index=step.index, prev_version=step.prev_version, next_version=step.next_version,
-            spec_level=self.record.spec_level, upgrade_related=step.upgrade_related, new_gold=step.new_gold,
-            flaky=step.flaky, needs_network=step.needs_network, prev_outcomes=prev_outcomes, build=build,
-            old_gold=step.old_gold, prev_run=prev_run, integrity_flags=[prev_flag] if prev_flag else [],
+            index=step.index,
+            prev_version=step.prev_version,
+            next_version=step.next_version,
+            spec_level=self.record.spec_level,
+            upgrade_related=step.upgrade_related,
+            new_gold=step.new_gold,
+            flaky=step.flaky,
+            needs_network=step.needs_network,
+            prev_outcomes=prev_outcomes,
+            build=build,
+            old_gold=step.old_gold,
+            prev_run=prev_run,
+            integrity_flags=[prev_flag] if prev_flag else [],
             gold_integrity_flags=step.gold_integrity_flags,
         )
         if build.agent.status == "ok" and build.execution_error:
@@ -447,10 +507,12 @@ class ChainRun:
         record = self.record
         if last.agent_failed:
             phase = last.fix or last.build
-            record = record.model_copy(update={
-                "status": "stopped",
-                "stop_reason": f"step {last.index}: agent {phase.agent.status}: {phase.agent.detail}"[:500],
-            })
+            record = record.model_copy(
+                update={
+                    "status": "stopped",
+                    "stop_reason": f"step {last.index}: agent {phase.agent.status}: {phase.agent.detail}"[:500],
+                }
+            )
             message = f"stopped: {record.stop_reason}"[:200]
         else:
             record = record.model_copy(update={"status": "finished"})
@@ -466,20 +528,31 @@ class ChainRun:
         """An infrastructure failure: the phase is not recorded (its step is not scored), its logs
         are kept aside, and the run pauses; resuming runs that phase again."""
         logs = step_dir(self.output, step) / "logs"
-        kept = self.output / "infra-errors" / f"{step_dir(self.output, step).name}-{failure.phase}-{time.strftime('%Y%m%dT%H%M%S')}"
+        kept = (
+            self.output
+            / "infra-errors"
+            / f"{step_dir(self.output, step).name}-{failure.phase}-{time.strftime('%Y%m%dT%H%M%S')}"
+        )
         for name in (f"agent-{failure.phase}.log", f"trajectory-{failure.phase}.jsonl"):
             if (logs / name).exists():
                 kept.mkdir(parents=True, exist_ok=True)
                 shutil.move(logs / name, kept / name)
-        reason = (f"step {step.index} {failure.phase}: infrastructure failure ({failure.signature}), not scored: "
-                  f"{failure.detail}"[:400]
-                  + "; resume with the same `swechain-ci run` command, or dispatch the workflow again with this run id")
-        write_model(self.output / "run.json", self.record.model_copy(update={"status": "paused", "stop_reason": reason}))
+        reason = (
+            f"step {step.index} {failure.phase}: infrastructure failure ({failure.signature}), not scored: "
+            f"{failure.detail}"[:400]
+            + "; resume with the same `swechain-ci run` command, or dispatch the workflow again with this run id"
+        )
+        write_model(
+            self.output / "run.json", self.record.model_copy(update={"status": "paused", "stop_reason": reason})
+        )
         progress.say(f"paused: {reason}")
         self.write_scorecard()
         if self.branch:
-            self.branch.commit(self.code(step, "start", work / "paused"), self.output,
-                               f"paused: step {step.index} {failure.phase}: infrastructure failure")
+            self.branch.commit(
+                self.code(step, "start", work / "paused"),
+                self.output,
+                f"paused: step {step.index} {failure.phase}: infrastructure failure",
+            )
 
     def run_phase(self, position: Position) -> None:
         step, phase = position.step, position.phase
@@ -493,8 +566,11 @@ class ChainRun:
                 if phase == "build":
                     shutil.rmtree(step_dir(self.output, step), ignore_errors=True)  # a phase cut short starts over
                     if self.branch and self.branch.head() is None:
-                        self.branch.commit(self.code(step, "start", work / "start"), self.output,
-                                           f"start: {self.chain.config.package} {self.chain.versions[0]}")
+                        self.branch.commit(
+                            self.code(step, "start", work / "start"),
+                            self.output,
+                            f"start: {self.chain.config.package} {self.chain.versions[0]}",
+                        )
                     self.agent_phase("build", step, work)
                 elif phase == "evaluate":
                     self.evaluate_build(step, work)
@@ -512,7 +588,10 @@ class ChainRun:
         done = finished_steps(self.output)
         first = self.position()
         if done and first.phase != "done":
-            progress.say(f"resuming after step {done[-1].index}" + ("" if first.phase in ("build", "hand-on") else f", at {first}"))
+            progress.say(
+                f"resuming after step {done[-1].index}"
+                + ("" if first.phase in ("build", "hand-on") else f", at {first}")
+            )
         started: set[int] = set()
         while (position := self.position()).step is not None:
             assert position.step is not None
@@ -541,8 +620,13 @@ class ChainRun:
 
 
 def load_run(
-    chain_name: str, agent_spec: str, output: Path, spec_level: str | None, steps: str | None,
-    branch: RunBranch | None, from_branch: bool = False,
+    chain_name: str,
+    agent_spec: str,
+    output: Path,
+    spec_level: str | None,
+    steps: str | None,
+    branch: RunBranch | None,
+    from_branch: bool = False,
 ) -> ChainRun | None:
     """Open (or start) the run in ``output``; None if it is finished. ``from_branch``: the
     branch's records replace the folder's (a job's view of the run is the branch's)."""
@@ -563,8 +647,14 @@ def load_run(
     oracle = oracles.build(sandbox, chain, chain_images)
     if record is None:
         record = RunRecord(
-            run_id=uuid.uuid4().hex[:12], chain=chain.id, step_range=chain.step_range, agent=agent.name, spec_level=level,
-            oracle_hash=oracle.inputs_hash, steps_total=len(oracle.steps), import_name=chain.config.import_name,
+            run_id=uuid.uuid4().hex[:12],
+            chain=chain.id,
+            step_range=chain.step_range,
+            agent=agent.name,
+            spec_level=level,
+            oracle_hash=oracle.inputs_hash,
+            steps_total=len(oracle.steps),
+            import_name=chain.config.import_name,
             steps_planned=plan(oracle.steps),
         )
         output.mkdir(parents=True, exist_ok=True)
@@ -576,16 +666,23 @@ def load_run(
             "start a new run in another --output folder"
         )
     elif not record.steps_planned:  # a run started before ranking plans: give it one
-        write_model(output / "run.json", record.model_copy(update={
-            "import_name": chain.config.import_name, "steps_planned": plan(oracle.steps)}))
+        write_model(
+            output / "run.json",
+            record.model_copy(update={"import_name": chain.config.import_name, "steps_planned": plan(oracle.steps)}),
+        )
     run = ChainRun(sandbox, chain, agent, manifest, oracle, chain_images, output, specs, branch)
     run.reopen()
     return run
 
 
 def run_chain(
-    chain_name: str, agent_spec: str, output: Path, spec_level: str | None = None, steps: str | None = None,
-    branch: RunBranch | None = None, max_steps: int | None = None,
+    chain_name: str,
+    agent_spec: str,
+    output: Path,
+    spec_level: str | None = None,
+    steps: str | None = None,
+    branch: RunBranch | None = None,
+    max_steps: int | None = None,
 ) -> Scorecard:
     """The whole run here, phase after phase."""
     run = load_run(chain_name, agent_spec, output, spec_level, steps, branch)
@@ -597,8 +694,14 @@ def run_chain(
 
 
 def run_phase(
-    chain_name: str, agent_spec: str, output: Path, phase: str, step: int | None = None,
-    spec_level: str | None = None, steps: str | None = None, branch: RunBranch | None = None,
+    chain_name: str,
+    agent_spec: str,
+    output: Path,
+    phase: str,
+    step: int | None = None,
+    spec_level: str | None = None,
+    steps: str | None = None,
+    branch: RunBranch | None = None,
 ) -> PhaseOutcome:
     """One phase, as a job runs it: the run's state comes from the branch when there is one."""
     run = load_run(chain_name, agent_spec, output, spec_level, steps, branch, from_branch=branch is not None)

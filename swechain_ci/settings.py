@@ -37,4 +37,6 @@ DEFAULT_BASE_IMAGE = "swechain/base:py{python}-{suite}"
 def base_image(python: str, suite: str) -> str:
     """The image a chain on ``python`` builds on: ``SWECHAIN_BASE_IMAGE``, a template with
     ``{python}`` and ``{suite}`` (``python:{python}-slim`` where a registry works)."""
-    return os.environ.get("SWECHAIN_BASE_IMAGE", DEFAULT_BASE_IMAGE).replace("{python}", python).replace("{suite}", suite)
+    return (
+        os.environ.get("SWECHAIN_BASE_IMAGE", DEFAULT_BASE_IMAGE).replace("{python}", python).replace("{suite}", suite)
+    )

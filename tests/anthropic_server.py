@@ -64,14 +64,20 @@ def tool_use(name: str, tool_input: dict[str, Any], id: str | None = None) -> di
     return {"type": "tool_use", "id": id or f"toolu_{next(_ids):06d}", "name": name, "input": tool_input}
 
 
-def usage(input_tokens: int = 100, output_tokens: int = 20, cache_write: int = 0, cache_read: int = 0) -> dict[str, int]:
+def usage(
+    input_tokens: int = 100, output_tokens: int = 20, cache_write: int = 0, cache_read: int = 0
+) -> dict[str, int]:
     return {
-        "input_tokens": input_tokens, "output_tokens": output_tokens,
-        "cache_creation_input_tokens": cache_write, "cache_read_input_tokens": cache_read,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cache_creation_input_tokens": cache_write,
+        "cache_read_input_tokens": cache_read,
     }
 
 
-def message(content: list[dict[str, Any]], stop_reason: str | None = None, usage_: dict[str, int] | None = None) -> dict[str, Any]:
+def message(
+    content: list[dict[str, Any]], stop_reason: str | None = None, usage_: dict[str, int] | None = None
+) -> dict[str, Any]:
     """A Messages API response; stop_reason is tool_use when it calls a tool, else end_turn."""
     if stop_reason is None:
         stop_reason = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
@@ -191,8 +197,11 @@ class ScriptedServer(LocalServer):
                     reply = server.script(body)
                 except Exception as exc:  # a broken script shows as a 500 and in .errors
                     server.errors.append(f"{type(exc).__name__}: {exc}")
-                    reply = Reply(error_body("api_error", f"script failed: {exc}"), status=500,
-                                  headers={"x-should-retry": "false"})
+                    reply = Reply(
+                        error_body("api_error", f"script failed: {exc}"),
+                        status=500,
+                        headers={"x-should-retry": "false"},
+                    )
                 if not isinstance(reply, Reply):
                     reply = Reply(reply)
                 if reply.delay_s:
@@ -200,8 +209,12 @@ class ScriptedServer(LocalServer):
                 payload = reply.body
                 if reply.status == 200:
                     payload = {
-                        "id": f"msg_{next(_ids):06d}", "type": "message", "role": "assistant",
-                        "model": body.get("model", "unknown"), "stop_sequence": None, **payload,
+                        "id": f"msg_{next(_ids):06d}",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": body.get("model", "unknown"),
+                        "stop_sequence": None,
+                        **payload,
                     }
                     payload.setdefault("usage", usage())
                 try:

@@ -34,10 +34,21 @@ class Browser:
             raise RuntimeError("no chromium on PATH: run scripts/setup (it installs Debian's chromium)")
         self.port = free_port()
         self.process = subprocess.Popen(
-            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-             f"--remote-debugging-port={self.port}", f"--user-data-dir={profile}", "--window-size=1400,1000",
-             "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                binary,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-extensions",
+                f"--remote-debugging-port={self.port}",
+                f"--user-data-dir={profile}",
+                "--window-size=1400,1000",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -117,15 +128,22 @@ class Page:
         return result["result"].get("value")
 
     def click(self, selector: str) -> None:
-        box = self.eval(f"(() => {{ const r = document.querySelector({json.dumps(selector)}).getBoundingClientRect();"
-                        " return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+        box = self.eval(
+            f"(() => {{ const r = document.querySelector({json.dumps(selector)}).getBoundingClientRect();"
+            " return [r.x + r.width / 2, r.y + r.height / 2]; })()"
+        )
         for kind in ("mousePressed", "mouseReleased"):
             self.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1)
 
     def screenshot(self, path: Path) -> Path:
         height = self.eval("document.documentElement.scrollHeight")
-        self.call("Emulation.setDeviceMetricsOverride", width=1400, height=min(int(height), 4000), deviceScaleFactor=1,
-                  mobile=False)
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=1400,
+            height=min(int(height), 4000),
+            deviceScaleFactor=1,
+            mobile=False,
+        )
         data = self.call("Page.captureScreenshot", format="png")["data"]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(data))

@@ -48,7 +48,7 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -63,7 +63,7 @@ ENTERPRISE_PREFIX = "/api/v3"
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -127,8 +127,9 @@ class GitHubState:
         with self.lock:
             self.tokens[token] = login
 
-    def add_pull(self, number: int, head_sha: str | None = None, head_repo: str | None = None,
-                 files: list[str] | None = None) -> None:
+    def add_pull(
+        self, number: int, head_sha: str | None = None, head_repo: str | None = None, files: list[str] | None = None
+    ) -> None:
         with self.lock:
             self.pulls[number] = head_sha or f"{number:040x}"
             if head_repo:
@@ -222,7 +223,7 @@ def _handler(state: GitHubState) -> type[BaseHTTPRequestHandler]:
             split = urlsplit(self.path)
             path, prefix = split.path, ""
             if path == ENTERPRISE_PREFIX or path.startswith(ENTERPRISE_PREFIX + "/"):
-                path, prefix = path[len(ENTERPRISE_PREFIX):] or "/", ENTERPRISE_PREFIX
+                path, prefix = path[len(ENTERPRISE_PREFIX) :] or "/", ENTERPRISE_PREFIX
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             headers = {k.lower(): v for k, v in self.headers.items()}
@@ -277,8 +278,14 @@ _REPO = r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)"
 
 def _user_json(login: str, base: str) -> dict[str, Any]:
     bot = login.endswith("[bot]")
-    return {"login": login, "id": abs(hash(login)) % 10**8, "type": "Bot" if bot else "User",
-            "url": f"{base}/users/{login}", "html_url": f"https://github.example/{login}", "site_admin": False}
+    return {
+        "login": login,
+        "id": abs(hash(login)) % 10**8,
+        "type": "Bot" if bot else "User",
+        "url": f"{base}/users/{login}",
+        "html_url": f"https://github.example/{login}",
+        "site_admin": False,
+    }
 
 
 def _author(login: str | None) -> str:
@@ -287,17 +294,27 @@ def _author(login: str | None) -> str:
 
 def _comment_json(repo: str, c: Comment, base: str) -> dict[str, Any]:
     return {
-        "id": c.id, "node_id": f"IC_{c.id}", "url": f"{base}/repos/{repo}/issues/comments/{c.id}",
+        "id": c.id,
+        "node_id": f"IC_{c.id}",
+        "url": f"{base}/repos/{repo}/issues/comments/{c.id}",
         "html_url": f"https://github.example/{repo}/pull/{c.issue}#issuecomment-{c.id}",
-        "issue_url": f"{base}/repos/{repo}/issues/{c.issue}", "body": c.body, "user": _user_json(c.author, base),
-        "created_at": c.created_at, "updated_at": c.updated_at, "author_association": "NONE",
+        "issue_url": f"{base}/repos/{repo}/issues/{c.issue}",
+        "body": c.body,
+        "user": _user_json(c.author, base),
+        "created_at": c.created_at,
+        "updated_at": c.updated_at,
+        "author_association": "NONE",
     }
 
 
 def _issue_json(state: GitHubState, repo: str, number: int, base: str, pull: bool) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "id": 500 + number, "number": number, "state": "open", "title": f"Pull request {number}",
-        "user": _user_json("contributor", base), "body": "",
+        "id": 500 + number,
+        "number": number,
+        "state": "open",
+        "title": f"Pull request {number}",
+        "user": _user_json("contributor", base),
+        "body": "",
         "url": f"{base}/repos/{repo}/{'pulls' if pull else 'issues'}/{number}",
         "html_url": f"https://github.example/{repo}/pull/{number}",
         "comments_url": f"{base}/repos/{repo}/issues/{number}/comments",
@@ -305,10 +322,23 @@ def _issue_json(state: GitHubState, repo: str, number: int, base: str, pull: boo
     }
     if pull:
         head_repo = state.pull_heads.get(number, repo)
-        data["head"] = {"sha": state.pulls[number], "ref": f"pr-{number}", "label": f"{head_repo.split('/')[0]}:pr-{number}",
-                        "repo": {"id": 43, "name": head_repo.split("/")[1], "full_name": head_repo,
-                                 "url": f"{base}/repos/{head_repo}", "fork": head_repo != repo}}
-        data["base"] = {"sha": "b" * 40, "ref": "main", "repo": {"id": 42, "full_name": repo, "url": f"{base}/repos/{repo}"}}
+        data["head"] = {
+            "sha": state.pulls[number],
+            "ref": f"pr-{number}",
+            "label": f"{head_repo.split('/')[0]}:pr-{number}",
+            "repo": {
+                "id": 43,
+                "name": head_repo.split("/")[1],
+                "full_name": head_repo,
+                "url": f"{base}/repos/{head_repo}",
+                "fork": head_repo != repo,
+            },
+        }
+        data["base"] = {
+            "sha": "b" * 40,
+            "ref": "main",
+            "repo": {"id": 42, "full_name": repo, "url": f"{base}/repos/{repo}"},
+        }
         data["issue_url"] = f"{base}/repos/{repo}/issues/{number}"
     else:
         data["pull_request"] = {"url": f"{base}/repos/{repo}/pulls/{number}"}
@@ -317,11 +347,18 @@ def _issue_json(state: GitHubState, repo: str, number: int, base: str, pull: boo
 
 def _plain_issue_json(state: GitHubState, repo: str, number: int, base: str) -> dict[str, Any]:
     issue = state.issues[number]
-    return {"id": 900 + number, "number": number, "state": "open", "title": issue["title"], "body": issue["body"],
-            "user": _user_json("swechain-bot", base), "url": f"{base}/repos/{repo}/issues/{number}",
-            "html_url": f"https://github.example/{repo}/issues/{number}",
-            "comments_url": f"{base}/repos/{repo}/issues/{number}/comments",
-            "comments": sum(1 for c in state.comments if c.issue == number)}
+    return {
+        "id": 900 + number,
+        "number": number,
+        "state": "open",
+        "title": issue["title"],
+        "body": issue["body"],
+        "user": _user_json("swechain-bot", base),
+        "url": f"{base}/repos/{repo}/issues/{number}",
+        "html_url": f"https://github.example/{repo}/issues/{number}",
+        "comments_url": f"{base}/repos/{repo}/issues/{number}/comments",
+        "comments": sum(1 for c in state.comments if c.issue == number),
+    }
 
 
 def _page(items: list[Any], query: dict[str, list[str]], url: str) -> tuple[list[Any], dict[str, str]]:
@@ -333,19 +370,36 @@ def _page(items: list[Any], query: dict[str, list[str]], url: str) -> tuple[list
     last = max(1, -(-len(items) // per_page))
     links = []
     if page < last:
-        links += [f'<{url}?per_page={per_page}&page={page + 1}>; rel="next"', f'<{url}?per_page={per_page}&page={last}>; rel="last"']
+        links += [
+            f'<{url}?per_page={per_page}&page={page + 1}>; rel="next"',
+            f'<{url}?per_page={per_page}&page={last}>; rel="last"',
+        ]
     if page > 1:
-        links += [f'<{url}?per_page={per_page}&page=1>; rel="first"', f'<{url}?per_page={per_page}&page={page - 1}>; rel="prev"']
-    return items[(page - 1) * per_page: page * per_page], ({"Link": ", ".join(links)} if links else {})
+        links += [
+            f'<{url}?per_page={per_page}&page=1>; rel="first"',
+            f'<{url}?per_page={per_page}&page={page - 1}>; rel="prev"',
+        ]
+    return items[(page - 1) * per_page : page * per_page], ({"Link": ", ".join(links)} if links else {})
 
 
 def _too_long(resource: str, field_: str, limit: int) -> _Error:
-    return _Error(422, "Validation Failed", [{"resource": resource, "code": "custom", "field": field_,
-                                             "message": f"{field_} is too long (maximum is {limit} characters)"}])
+    return _Error(
+        422,
+        "Validation Failed",
+        [
+            {
+                "resource": resource,
+                "code": "custom",
+                "field": field_,
+                "message": f"{field_} is too long (maximum is {limit} characters)",
+            }
+        ],
+    )
 
 
-def _route(state: GitHubState, method: str, path: str, query: dict[str, list[str]], body: Any,
-           login: str | None, base: str) -> tuple[int, Any, dict[str, str]]:
+def _route(
+    state: GitHubState, method: str, path: str, query: dict[str, list[str]], body: Any, login: str | None, base: str
+) -> tuple[int, Any, dict[str, str]]:
     if path == "/user" and method == "GET":
         if login is None:
             raise _Error(403, "Resource not accessible by integration")
@@ -357,9 +411,20 @@ def _route(state: GitHubState, method: str, path: str, query: dict[str, list[str
 
     if rest == "" and method == "GET":
         owner = m["owner"]
-        return 200, {"id": 42, "name": m["repo"], "full_name": repo, "owner": _user_json(owner, base),
-                     "private": False, "url": f"{base}/repos/{repo}", "html_url": f"https://github.example/{repo}",
-                     "default_branch": "main"}, {}
+        return (
+            200,
+            {
+                "id": 42,
+                "name": m["repo"],
+                "full_name": repo,
+                "owner": _user_json(owner, base),
+                "private": False,
+                "url": f"{base}/repos/{repo}",
+                "html_url": f"https://github.example/{repo}",
+                "default_branch": "main",
+            },
+            {},
+        )
 
     if rest == "/issues" and method == "POST":
         if not isinstance(body, dict) or not isinstance(body.get("title"), str) or not body["title"]:
@@ -380,8 +445,10 @@ def _route(state: GitHubState, method: str, path: str, query: dict[str, list[str
         number = int(mm[1])
         if number not in state.pulls:
             raise _Error(404, "Not Found")
-        items = [{"sha": "c" * 40, "filename": name, "status": "modified", "additions": 1, "deletions": 0,
-                  "changes": 1} for name in state.pull_files.get(number, [])]
+        items = [
+            {"sha": "c" * 40, "filename": name, "status": "modified", "additions": 1, "deletions": 0, "changes": 1}
+            for name in state.pull_files.get(number, [])
+        ]
         page, headers = _page(items, query, f"{base}/repos/{repo}/pulls/{number}/files")
         return 200, page, headers
 
@@ -393,8 +460,11 @@ def _route(state: GitHubState, method: str, path: str, query: dict[str, list[str
         listing = [(p, d) for (sha, p), d in state.contents.items() if sha == ref and p.rpartition("/")[0] == path]
         if not listing:
             raise _Error(404, "Not Found")
-        return 200, [{**_content_json(repo, p, d, base), "content": None, "encoding": None}
-                     for p, d in sorted(listing)], {}
+        return (
+            200,
+            [{**_content_json(repo, p, d, base), "content": None, "encoding": None} for p, d in sorted(listing)],
+            {},
+        )
 
     if (mm := re.fullmatch(r"/collaborators/([^/]+)/permission", rest)) and method == "GET":
         permission = state.permissions.get(mm[1], "read")
@@ -419,7 +489,11 @@ def _route(state: GitHubState, method: str, path: str, query: dict[str, list[str
             if len(text) > COMMENT_LIMIT:
                 raise _too_long("IssueComment", "body", COMMENT_LIMIT)
             comment = state._new_comment(number, text, _author(login))
-            return 201, _comment_json(repo, comment, base), {"Location": f"{base}/repos/{repo}/issues/comments/{comment.id}"}
+            return (
+                201,
+                _comment_json(repo, comment, base),
+                {"Location": f"{base}/repos/{repo}/issues/comments/{comment.id}"},
+            )
 
     if mm := re.fullmatch(r"/issues/comments/(\d+)", rest):
         comment = next((c for c in state.comments if c.id == int(mm[1])), None)
@@ -435,32 +509,78 @@ def _route(state: GitHubState, method: str, path: str, query: dict[str, list[str
             return 200, _comment_json(repo, comment, base), {}
 
     if (mm := re.fullmatch(r"/commits/([0-9a-f]{40})", rest)) and method == "GET":
-        return 200, {"sha": mm[1], "url": f"{base}/repos/{repo}/commits/{mm[1]}",
-                     "html_url": f"https://github.example/{repo}/commit/{mm[1]}"}, {}
+        return (
+            200,
+            {
+                "sha": mm[1],
+                "url": f"{base}/repos/{repo}/commits/{mm[1]}",
+                "html_url": f"https://github.example/{repo}/commit/{mm[1]}",
+            },
+            {},
+        )
 
     if (mm := re.fullmatch(r"/statuses/([^/]+)", rest)) and method == "POST":
         sha = mm[1]
         if not re.fullmatch(r"[0-9a-f]{40}", sha):
             raise _Error(422, f"No commit found for SHA: {sha}")
         if not isinstance(body, dict) or body.get("state") not in STATES:
-            raise _Error(422, "Validation Failed", [{"resource": "Status", "code": "custom", "field": "state",
-                                                   "message": f"state must be one of {', '.join(STATES)}"}])
+            raise _Error(
+                422,
+                "Validation Failed",
+                [
+                    {
+                        "resource": "Status",
+                        "code": "custom",
+                        "field": "state",
+                        "message": f"state must be one of {', '.join(STATES)}",
+                    }
+                ],
+            )
         description = body.get("description")
         if description is not None and len(description) > DESCRIPTION_LIMIT:
             raise _too_long("Status", "description", DESCRIPTION_LIMIT)
-        status = CommitStatus(next(state._ids), sha, body["state"], description, body.get("context") or "default",
-                              body.get("target_url"), _author(login), _now())
+        status = CommitStatus(
+            next(state._ids),
+            sha,
+            body["state"],
+            description,
+            body.get("context") or "default",
+            body.get("target_url"),
+            _author(login),
+            _now(),
+        )
         state.statuses.append(status)
-        return 201, {"id": status.id, "url": f"{base}/repos/{repo}/statuses/{sha}", "state": status.state,
-                     "description": status.description, "target_url": status.target_url, "context": status.context,
-                     "created_at": status.created_at, "updated_at": status.created_at,
-                     "creator": _user_json(status.creator, base)}, {}
+        return (
+            201,
+            {
+                "id": status.id,
+                "url": f"{base}/repos/{repo}/statuses/{sha}",
+                "state": status.state,
+                "description": status.description,
+                "target_url": status.target_url,
+                "context": status.context,
+                "created_at": status.created_at,
+                "updated_at": status.created_at,
+                "creator": _user_json(status.creator, base),
+            },
+            {},
+        )
 
     if (mm := re.fullmatch(r"/actions/workflows/([^/]+)", rest)) and method == "GET":
         name = mm[1]
-        return 200, {"id": 7700 + len(name), "node_id": f"W_{name}", "name": name, "path": f".github/workflows/{name}",
-                     "state": "active", "url": f"{base}/repos/{repo}/actions/workflows/{name}",
-                     "html_url": f"https://github.example/{repo}/actions/workflows/{name}"}, {}
+        return (
+            200,
+            {
+                "id": 7700 + len(name),
+                "node_id": f"W_{name}",
+                "name": name,
+                "path": f".github/workflows/{name}",
+                "state": "active",
+                "url": f"{base}/repos/{repo}/actions/workflows/{name}",
+                "html_url": f"https://github.example/{repo}/actions/workflows/{name}",
+            },
+            {},
+        )
 
     if (mm := re.fullmatch(r"/actions/workflows/([^/]+)/dispatches", rest)) and method == "POST":
         if not isinstance(body, dict) or not isinstance(body.get("ref"), str):
@@ -475,9 +595,16 @@ def _content_json(repo: str, path: str, data: bytes, base: str) -> dict[str, Any
     import base64
     import hashlib
 
-    return {"type": "file", "encoding": "base64", "size": len(data), "name": path.rpartition("/")[2], "path": path,
-            "content": base64.b64encode(data).decode(), "sha": hashlib.sha1(data).hexdigest(),
-            "url": f"{base}/repos/{repo}/contents/{path}"}
+    return {
+        "type": "file",
+        "encoding": "base64",
+        "size": len(data),
+        "name": path.rpartition("/")[2],
+        "path": path,
+        "content": base64.b64encode(data).decode(),
+        "sha": hashlib.sha1(data).hexdigest(),
+        "url": f"{base}/repos/{repo}/contents/{path}",
+    }
 
 
 def _body_field(body: Any) -> str:

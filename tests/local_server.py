@@ -27,8 +27,9 @@ class LocalServer(ABC):
     def start(self):
         self._httpd = ThreadingHTTPServer((self.host, 0), self.handler())
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True, name=type(self).__name__)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True, name=type(self).__name__
+        )
         self._thread.start()
         return self
 

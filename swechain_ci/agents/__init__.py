@@ -56,7 +56,9 @@ def build_agent(manifest: AgentManifest) -> Agent:
     try:
         factory = getattr(importlib.import_module(module_name), class_name)
     except (ImportError, AttributeError) as exc:
-        raise SwechainError(f"agent {manifest.name}: entrypoint {manifest.entrypoint} cannot be loaded ({exc})") from None
+        raise SwechainError(
+            f"agent {manifest.name}: entrypoint {manifest.entrypoint} cannot be loaded ({exc})"
+        ) from None
     return factory(manifest)
 
 

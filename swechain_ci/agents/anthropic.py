@@ -103,8 +103,10 @@ SDK_DIR = Path(anthropic.__file__).parent
 # Tool outputs of the last user messages that context compaction leaves alone.
 KEEP_RECENT = 3
 ELIDED = "[output elided to save context; run the tool again if you need it]"
-TRUNCATED = ("[not run: your reply was cut off at the output token limit, so this call may be incomplete; "
-             "send it again, shorter (e.g. split a large file into several edits)]")
+TRUNCATED = (
+    "[not run: your reply was cut off at the output token limit, so this call may be incomplete; "
+    "send it again, shorter (e.g. split a large file into several edits)]"
+)
 UNANSWERED = "[not run: the session ended before this call]"
 BACKOFF_FIRST_S, BACKOFF_MAX_S = 2.0, 60.0
 
@@ -154,7 +156,10 @@ TOOLS: list[dict[str, Any]] = [
             "properties": {
                 "path": {"type": "string", "description": "file or directory, absolute or relative to the code folder"},
                 "view_range": {
-                    "type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
+                    "type": "array",
+                    "items": {"type": "integer"},
+                    "minItems": 2,
+                    "maxItems": 2,
                     "description": "[start, end] line numbers, 1-based and inclusive; end -1 = to the end",
                 },
             },
@@ -261,7 +266,7 @@ class PhaseLog:
         data = text.encode("utf-8", errors="replace")
         room = self.limit - self.written
         if len(data) > room:
-            data = data[:max(room, 0)] + b"\n[log cut: limits.output_bytes reached]\n"
+            data = data[: max(room, 0)] + b"\n[log cut: limits.output_bytes reached]\n"
             self.truncated = True
         with open(self.path, "ab") as handle:
             handle.write(data)
@@ -330,7 +335,9 @@ class AnthropicAgent:
         except ValidationError as exc:
             raise SwechainError(describe_validation(f"agent {manifest.name}: options", exc)) from None
         if not manifest.model:
-            raise SwechainError(f"agent {manifest.name}: the manifest names no model; set model: (e.g. claude-sonnet-4-5)")
+            raise SwechainError(
+                f"agent {manifest.name}: the manifest names no model; set model: (e.g. claude-sonnet-4-5)"
+            )
         prices = load_prices(self.options.prices, f"agent {manifest.name}: options.prices")
         if manifest.model not in prices:
             raise SwechainError(
@@ -373,8 +380,12 @@ class Session:
         self.tools = ContainerTools(ctx, self.agent.options.tool_output_chars)
         config = ctx.chain.config
         self.system = SYSTEM_PROMPT.format(
-            package=config.package, import_name=config.import_name, code_dir=CODE_DIR,
-            source_root=config.source_root, command_s=ctx.limits.command_s, spec_file=SPEC_FILE,
+            package=config.package,
+            import_name=config.import_name,
+            code_dir=CODE_DIR,
+            source_root=config.source_root,
+            command_s=ctx.limits.command_s,
+            spec_file=SPEC_FILE,
         )
         self.last_call: str | None = None
         self.warned: set[str] = set()
@@ -387,18 +398,29 @@ class Session:
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
 
-    def end(self, ended_by: str, status: str = "ok", detail: str = "", limit: str | None = None,
-            infra: str | None = None) -> AgentOutcome:
+    def end(
+        self, ended_by: str, status: str = "ok", detail: str = "", limit: str | None = None, infra: str | None = None
+    ) -> AgentOutcome:
         self.agent.conversations[self.ctx.session_id] = self.messages
         outcome = AgentOutcome(
-            status=status, ended_by=ended_by, limit=limit, infra=infra, detail=detail[:2000], turns=self.turns,
-            input_tokens=self.usage.input_tokens, output_tokens=self.usage.output_tokens,
-            cache_read_tokens=self.usage.cache_read_tokens, cache_write_tokens=self.usage.cache_write_tokens,
-            cost_usd=round(self.cost_usd, 6), cost_source="prices", prices_date=prices_date(),
+            status=status,
+            ended_by=ended_by,
+            limit=limit,
+            infra=infra,
+            detail=detail[:2000],
+            turns=self.turns,
+            input_tokens=self.usage.input_tokens,
+            output_tokens=self.usage.output_tokens,
+            cache_read_tokens=self.usage.cache_read_tokens,
+            cache_write_tokens=self.usage.cache_write_tokens,
+            cost_usd=round(self.cost_usd, 6),
+            cost_source="prices",
+            prices_date=prices_date(),
             output_truncated=self.log.truncated,
         )
-        self.trajectory.append("end", **outcome.model_dump(exclude={"wall_s"}),
-                               elapsed_s=round(time.monotonic() - self.started, 3))
+        self.trajectory.append(
+            "end", **outcome.model_dump(exclude={"wall_s"}), elapsed_s=round(time.monotonic() - self.started, 3)
+        )
         self.log.write(f"\n== session ended: {ended_by} ({status}) {detail}\n")
         return outcome
 
@@ -455,9 +477,16 @@ class Session:
         last = self.messages[-1] if self.messages else None
         if last and last["role"] == "assistant":
             answered = {b.get("tool_use_id") for b in pending if b.get("type") == "tool_result"}
-            pending += [{"type": "tool_result", "tool_use_id": b["id"], "is_error": True,
-                         "content": [{"type": "text", "text": UNANSWERED}]}
-                        for b in last["content"] if b["type"] == "tool_use" and b["id"] not in answered]
+            pending += [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": b["id"],
+                    "is_error": True,
+                    "content": [{"type": "text", "text": UNANSWERED}],
+                }
+                for b in last["content"]
+                if b["type"] == "tool_use" and b["id"] not in answered
+            ]
         return pending
 
     # -- the loop ------------------------------------------------------------------------------
@@ -465,12 +494,23 @@ class Session:
     def run(self) -> AgentOutcome:
         ctx, agent = self.ctx, self.agent
         self.trajectory.append(
-            "session", phase=ctx.phase, step=ctx.step_index, prev_version=ctx.prev_version,
-            next_version=ctx.next_version, session_id=ctx.session_id, model=agent.manifest.model,
-            base_url=agent.manifest.base_url, limits=ctx.limits.model_dump(), options=agent.options.model_dump(),
-            price=agent.price.model_dump(), system=self.system, tools=[t["name"] for t in TOOLS],
+            "session",
+            phase=ctx.phase,
+            step=ctx.step_index,
+            prev_version=ctx.prev_version,
+            next_version=ctx.next_version,
+            session_id=ctx.session_id,
+            model=agent.manifest.model,
+            base_url=agent.manifest.base_url,
+            limits=ctx.limits.model_dump(),
+            options=agent.options.model_dump(),
+            price=agent.price.model_dump(),
+            system=self.system,
+            tools=[t["name"] for t in TOOLS],
         )
-        self.log.write(f"== {agent.name} ({agent.manifest.model}) {ctx.phase} {ctx.prev_version} -> {ctx.next_version}\n")
+        self.log.write(
+            f"== {agent.name} ({agent.manifest.model}) {ctx.phase} {ctx.prev_version} -> {ctx.next_version}\n"
+        )
         try:
             client = agent.client(ctx, self.deadline)
             stored = None
@@ -495,8 +535,9 @@ class Session:
             if limits.turns is not None and self.turns >= limits.turns:
                 return self.end("limit", detail=f"{self.turns} turns taken (limit {limits.turns})", limit="turns")
             if limits.cost_usd is not None and self.cost_usd >= limits.cost_usd:
-                return self.end("limit", detail=f"${self.cost_usd:.4f} spent (limit ${limits.cost_usd})",
-                                limit="cost_usd")
+                return self.end(
+                    "limit", detail=f"${self.cost_usd:.4f} spent (limit ${limits.cost_usd})", limit="cost_usd"
+                )
             self.compact()
             system, messages = self.request_messages()
             if options.count_tokens:
@@ -509,13 +550,25 @@ class Session:
                     if isinstance(fits, AgentOutcome):
                         return fits
                 if not fits:
-                    return self.end("context_window", detail=(
-                        f"the prompt of {self.counted} tokens does not fit {options.context_window_tokens} tokens "
-                        f"less {options.max_tokens} for the reply, even with old tool outputs elided"))
-            response = self.call(client, "create", lambda: client.messages.create(
-                model=self.agent.manifest.model, max_tokens=options.max_tokens, system=system, tools=TOOLS,
-                messages=messages, timeout=min(options.request_timeout_s, max(self.remaining(), 0.001)),
-            ))
+                    return self.end(
+                        "context_window",
+                        detail=(
+                            f"the prompt of {self.counted} tokens does not fit {options.context_window_tokens} tokens "
+                            f"less {options.max_tokens} for the reply, even with old tool outputs elided"
+                        ),
+                    )
+            response = self.call(
+                client,
+                "create",
+                lambda: client.messages.create(
+                    model=self.agent.manifest.model,
+                    max_tokens=options.max_tokens,
+                    system=system,
+                    tools=TOOLS,
+                    messages=messages,
+                    timeout=min(options.request_timeout_s, max(self.remaining(), 0.001)),
+                ),
+            )
             if isinstance(response, AgentOutcome):
                 return response
             self.turns += 1
@@ -527,9 +580,16 @@ class Session:
             content = [block_dict(b) for b in response.content]
             self.messages.append({"role": "assistant", "content": content})
             self.trajectory.append(
-                "response", turn=self.turns, id=response.id, model=response.model, stop_reason=response.stop_reason,
-                content=content, usage=turn_usage.as_dict(), cost_usd=round(turn_cost, 8),
-                cost_total_usd=round(self.cost_usd, 8), usage_total=self.usage.as_dict(),
+                "response",
+                turn=self.turns,
+                id=response.id,
+                model=response.model,
+                stop_reason=response.stop_reason,
+                content=content,
+                usage=turn_usage.as_dict(),
+                cost_usd=round(turn_cost, 8),
+                cost_total_usd=round(self.cost_usd, 8),
+                usage_total=self.usage.as_dict(),
             )
             self.log_response(content, response.stop_reason, turn_cost)
 
@@ -537,8 +597,18 @@ class Session:
             if calls and response.stop_reason == "max_tokens":
                 # The last call may be cut off mid-input: none of them is run.
                 self.log.write(f"[truncated] {len(calls)} tool call(s) of a reply cut off at max_tokens not run\n")
-                self.add_user([{"type": "tool_result", "tool_use_id": c["id"], "is_error": True,
-                                "content": [{"type": "text", "text": TRUNCATED}]} for c in calls], "truncated")
+                self.add_user(
+                    [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": c["id"],
+                            "is_error": True,
+                            "content": [{"type": "text", "text": TRUNCATED}],
+                        }
+                        for c in calls
+                    ],
+                    "truncated",
+                )
                 continue
             if calls:
                 results, stop = self.run_tools(calls)
@@ -549,8 +619,9 @@ class Session:
                 continue
             reason = response.stop_reason
             if reason == "max_tokens":
-                self.add_user([{"type": "text", "text": "Your reply was cut off at the output limit; continue."}],
-                              "request")
+                self.add_user(
+                    [{"type": "text", "text": "Your reply was cut off at the output limit; continue."}], "request"
+                )
             elif reason == "pause_turn":
                 continue  # the API asks to send the conversation again as it is
             elif reason == "refusal":
@@ -576,15 +647,23 @@ class Session:
                 self.log.write(f"[warning] {message}\n")
 
     def wall_clock(self, during: str) -> AgentOutcome:
-        return self.end("limit", "timed_out", f"the wall clock of {self.ctx.limits.wall_s} s passed{during}",
-                        limit="wall_s")
+        return self.end(
+            "limit", "timed_out", f"the wall clock of {self.ctx.limits.wall_s} s passed{during}", limit="wall_s"
+        )
 
     def fits(self, client: anthropic.Anthropic, system: Any, messages: list[dict[str, Any]]) -> bool | AgentOutcome:
         """Whether the prompt and a full reply fit the context window (a free count_tokens call)."""
         options = self.agent.options
-        counted = self.call(client, "count_tokens", lambda: client.messages.count_tokens(
-            model=self.agent.manifest.model, system=system, tools=TOOLS, messages=messages,
-        ))
+        counted = self.call(
+            client,
+            "count_tokens",
+            lambda: client.messages.count_tokens(
+                model=self.agent.manifest.model,
+                system=system,
+                tools=TOOLS,
+                messages=messages,
+            ),
+        )
         if isinstance(counted, AgentOutcome):
             return counted
         self.counted = counted.input_tokens
@@ -618,12 +697,24 @@ class Session:
             now = time.monotonic()
             first_failure = first_failure if first_failure is not None else now
             left = min(window - (now - first_failure), self.remaining())
-            self.trajectory.append("infra_error", turn=self.turns + 1, request=what, signature=signature.name,
-                                   error=detail, retry_in_s=round(min(delay, max(left, 0)), 3))
+            self.trajectory.append(
+                "infra_error",
+                turn=self.turns + 1,
+                request=what,
+                signature=signature.name,
+                error=detail,
+                retry_in_s=round(min(delay, max(left, 0)), 3),
+            )
             if left <= 0:
-                return self.end("infra", "infra_error", infra=signature.name, detail=(
-                    f"{signature.advice}; still failing after {now - first_failure:.0f} s of retries "
-                    f"(infra_retry_minutes {self.agent.options.infra_retry_minutes}): {detail}"))
+                return self.end(
+                    "infra",
+                    "infra_error",
+                    infra=signature.name,
+                    detail=(
+                        f"{signature.advice}; still failing after {now - first_failure:.0f} s of retries "
+                        f"(infra_retry_minutes {self.agent.options.infra_retry_minutes}): {detail}"
+                    ),
+                )
             self.log.write(f"[infra] {signature.name}: {detail[:300]}; retrying in {min(delay, left):.0f} s\n")
             time.sleep(min(delay, left))
             delay = min(delay * 2, BACKOFF_MAX_S)
@@ -654,8 +745,14 @@ class Session:
             result = self.tools.execute(call["name"], call["input"], timeout)
             elapsed = round(time.monotonic() - started, 3)
             self.log_tool(call, result, elapsed)
-            results.append({"type": "tool_result", "tool_use_id": call["id"],
-                            "content": [{"type": "text", "text": result.text}], "is_error": result.is_error})
+            results.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": call["id"],
+                    "content": [{"type": "text", "text": result.text}],
+                    "is_error": result.is_error,
+                }
+            )
             if result.timed_out and clock_bound and self.remaining() <= 0:
                 return results, self.wall_clock(f" during {call['name']}")
         return results, None
@@ -668,7 +765,11 @@ class Session:
             if block["type"] == "text":
                 lines.append(block["text"].rstrip() + "\n")
             elif block["type"] == "tool_use":
-                shown = block["input"].get("command") if block["name"] == "bash" and isinstance(block["input"], dict) else None
+                shown = (
+                    block["input"].get("command")
+                    if block["name"] == "bash" and isinstance(block["input"], dict)
+                    else None
+                )
                 lines.append(f"> {block['name']}: {shown if shown is not None else json.dumps(block['input'])[:500]}\n")
         self.log.write("".join(lines))
 

@@ -39,7 +39,11 @@ class Workspace:
         self.container.put_file(path, text.encode(), uid=uid)
 
     def shell(
-        self, command: str, timeout_s: float, output_limit: int, log: Path | None = None,
+        self,
+        command: str,
+        timeout_s: float,
+        output_limit: int,
+        log: Path | None = None,
         env: dict[str, str] | None = None,
     ) -> CommandOutcome:
         """``bash -c command`` as the agent user in /app/code, ended (tree and all) at ``timeout_s``."""
@@ -48,8 +52,13 @@ class Workspace:
         )
 
     def run(
-        self, argv: list[str], timeout_s: float, output_limit: int, log: Path | None = None,
-        env: dict[str, str] | None = None, on_output: Callable[[bytes], bool] | None = None,
+        self,
+        argv: list[str],
+        timeout_s: float,
+        output_limit: int,
+        log: Path | None = None,
+        env: dict[str, str] | None = None,
+        on_output: Callable[[bytes], bool] | None = None,
     ) -> CommandOutcome:
         return self.container.run_command(
             argv, timeout_s, output_limit, log=log, env=env, workdir=CODE_DIR, on_output=on_output

@@ -65,8 +65,11 @@ class CliAgent:
         cli_session = ctx.cli_session  # the Build's, recorded in its outcome; Fix resumes it
         template = getattr(self.manifest.commands, ctx.phase)
         if "{cli_session}" in str(template) and not cli_session:
-            return AgentOutcome(status="crashed", ended_by="no_session",
-                                detail="Fix resumes the Build session, but the Build stream reported no session id")
+            return AgentOutcome(
+                status="crashed",
+                ended_by="no_session",
+                detail="Fix resumes the Build session, but the Build stream reported no session id",
+            )
         argv = render_command(self.manifest, placeholder_values(self.manifest, ctx, cli_session), ctx.phase)
         with open(ctx.log, "a") as log:
             log.write(f"$ {shlex.join(argv)}\n")
@@ -84,33 +87,70 @@ class CliAgent:
             return bool(passed)
 
         done = ctx.workspace.run(
-            argv, timeout_s=ctx.limits.wall_s, output_limit=ctx.limits.output_bytes, log=ctx.log, env=ctx.secrets,
+            argv,
+            timeout_s=ctx.limits.wall_s,
+            output_limit=ctx.limits.output_bytes,
+            log=ctx.log,
+            env=ctx.secrets,
             on_output=watch if live else None,
         )
         usage = self.usage(live)
         if done.stopped and passed:
-            return AgentOutcome(ended_by="limit", limit=passed[0], output_truncated=done.truncated, **usage,
-                                detail=self.limit_detail(passed[0], live, ctx, "the live parse ended it"))
+            return AgentOutcome(
+                ended_by="limit",
+                limit=passed[0],
+                output_truncated=done.truncated,
+                **usage,
+                detail=self.limit_detail(passed[0], live, ctx, "the live parse ended it"),
+            )
         if done.timed_out:
-            return AgentOutcome(status="timed_out", ended_by="limit", limit="wall_s", output_truncated=done.truncated,
-                                **usage, detail=f"no exit within {ctx.limits.wall_s} s; every agent process was ended")
+            return AgentOutcome(
+                status="timed_out",
+                ended_by="limit",
+                limit="wall_s",
+                output_truncated=done.truncated,
+                **usage,
+                detail=f"no exit within {ctx.limits.wall_s} s; every agent process was ended",
+            )
         if live and live.tally.cli_limit:
-            return AgentOutcome(ended_by="limit", limit=live.tally.cli_limit, exit_code=done.exit_code,
-                                output_truncated=done.truncated, **usage,
-                                detail=self.limit_detail(live.tally.cli_limit, live, ctx, "the CLI stopped itself"))
+            return AgentOutcome(
+                ended_by="limit",
+                limit=live.tally.cli_limit,
+                exit_code=done.exit_code,
+                output_truncated=done.truncated,
+                **usage,
+                detail=self.limit_detail(live.tally.cli_limit, live, ctx, "the CLI stopped itself"),
+            )
         if done.exit_code != 0:
             # Only a failed exit is triaged: an error event the CLI recovered from (a retry) is not a failure.
             errors = live.tally.errors if live else []
             signature = classify("\n".join([*errors, done.output[-TRIAGED_TAIL:]]))
             what = (errors[-1] if errors else done.output[-300:]).strip()[:500]
             if signature is not None:
-                return AgentOutcome(status="infra_error", ended_by="infra", infra=signature.name,
-                                    exit_code=done.exit_code, output_truncated=done.truncated, **usage,
-                                    detail=f"{signature.advice} ({what})")
-            return AgentOutcome(status="crashed", ended_by="exit", exit_code=done.exit_code,
-                                output_truncated=done.truncated, **usage, detail=f"exited with {done.exit_code}: {what}")
-        return AgentOutcome(ended_by="exit", exit_code=0, output_truncated=done.truncated, **usage,
-                            detail=f"exited 0 after {done.output_bytes} bytes of output")
+                return AgentOutcome(
+                    status="infra_error",
+                    ended_by="infra",
+                    infra=signature.name,
+                    exit_code=done.exit_code,
+                    output_truncated=done.truncated,
+                    **usage,
+                    detail=f"{signature.advice} ({what})",
+                )
+            return AgentOutcome(
+                status="crashed",
+                ended_by="exit",
+                exit_code=done.exit_code,
+                output_truncated=done.truncated,
+                **usage,
+                detail=f"exited with {done.exit_code}: {what}",
+            )
+        return AgentOutcome(
+            ended_by="exit",
+            exit_code=0,
+            output_truncated=done.truncated,
+            **usage,
+            detail=f"exited 0 after {done.output_bytes} bytes of output",
+        )
 
     def usage(self, live: LiveParse | None) -> dict:
         if live is None:
@@ -118,10 +158,15 @@ class CliAgent:
         tally = live.finish()
         cost = live.cost_usd
         return {
-            "turns": tally.turns, "input_tokens": tally.usage.input_tokens, "output_tokens": tally.usage.output_tokens,
-            "cache_read_tokens": tally.usage.cache_read_tokens, "cache_write_tokens": tally.usage.cache_write_tokens,
-            "cost_usd": None if cost is None else round(cost, 8), "cost_source": live.cost_source,
-            "prices_date": prices_date() if live.cost_source == "prices" else None, "cli_session": tally.session,
+            "turns": tally.turns,
+            "input_tokens": tally.usage.input_tokens,
+            "output_tokens": tally.usage.output_tokens,
+            "cache_read_tokens": tally.usage.cache_read_tokens,
+            "cache_write_tokens": tally.usage.cache_write_tokens,
+            "cost_usd": None if cost is None else round(cost, 8),
+            "cost_source": live.cost_source,
+            "prices_date": prices_date() if live.cost_source == "prices" else None,
+            "cli_session": tally.session,
         }
 
     @staticmethod

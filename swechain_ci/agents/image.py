@@ -27,8 +27,11 @@ def ensure_agent_image(sandbox: DockerSandbox, chain: Chain, images: ChainImages
             req_file = Path(tmp) / "requirements.txt"
             req_file.write_text("\n".join(pins) + "\n")
             image = build_cached(
-                sandbox, chain, "agent-tools",
-                {"requirements.txt": req_file, "wheels": wheelhouse(pins, chain.config.python)}, {"AGENT_IMAGE": image},
+                sandbox,
+                chain,
+                "agent-tools",
+                {"requirements.txt": req_file, "wheels": wheelhouse(pins, chain.config.python)},
+                {"AGENT_IMAGE": image},
             )
     if manifest.install.dockerfile:
         own = manifest.folder / manifest.install.dockerfile
@@ -38,7 +41,12 @@ def ensure_agent_image(sandbox: DockerSandbox, chain: Chain, images: ChainImages
         args = {"AGENT_IMAGE": image, **({"CLI_VERSION": manifest.cli_version} if manifest.cli_version else {})}
         # Agent recipes fetch their CLIs; where a registry is reachable, SWECHAIN_BUILD_NETWORK=default.
         image = build_cached(
-            sandbox, chain, f"agent-{manifest.name}", {"files": files} if files.is_dir() else {}, args,
-            recipe_path=own, network=os.environ.get("SWECHAIN_BUILD_NETWORK", "none"),
+            sandbox,
+            chain,
+            f"agent-{manifest.name}",
+            {"files": files} if files.is_dir() else {},
+            args,
+            recipe_path=own,
+            network=os.environ.get("SWECHAIN_BUILD_NETWORK", "none"),
         )
     return image

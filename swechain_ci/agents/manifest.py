@@ -32,11 +32,12 @@ RESERVED_ENV: tuple[tuple[str, str], ...] = (
     (r"(LD|DYLD)_.*", "LD_*/DYLD_* inject code into every process"),
     (r"PYTHON[A-Z_]*", "PYTHON* change what Python imports and runs"),
     (r"DOCKER_.*", "DOCKER_* point at the Docker engine, which is root on the host"),
-    (r"SSH_.*|GPG_.*|AWS_.*|AZURE_.*|GOOGLE_APPLICATION_CREDENTIALS|KUBECONFIG",
-     "these are the host's credentials"),
-    (r"CI|HOME|PATH|SHELL|USER|LOGNAME|PWD|TMPDIR|BASH_ENV|ENV|IFS|PS4|PROMPT_COMMAND|INVOCATION_ID|JOURNAL_STREAM"
-     r"|ImageOS|ImageVersion|AGENT_TOOLSDIRECTORY",
-     "it describes or steers the runner's own process"),
+    (r"SSH_.*|GPG_.*|AWS_.*|AZURE_.*|GOOGLE_APPLICATION_CREDENTIALS|KUBECONFIG", "these are the host's credentials"),
+    (
+        r"CI|HOME|PATH|SHELL|USER|LOGNAME|PWD|TMPDIR|BASH_ENV|ENV|IFS|PS4|PROMPT_COMMAND|INVOCATION_ID|JOURNAL_STREAM"
+        r"|ImageOS|ImageVersion|AGENT_TOOLSDIRECTORY",
+        "it describes or steers the runner's own process",
+    ),
 )
 SECRET_PREFIX = "SWECHAIN_SECRET_"
 NO_SECRETS_ENV = "SWECHAIN_NO_SECRETS"  # set (to 1) for smoke runs of proposed agents: no grant is read
@@ -45,8 +46,18 @@ NO_SECRETS_ENV = "SWECHAIN_NO_SECRETS"  # set (to 1) for smoke runs of proposed 
 TRUSTED_PYTHON_PACKAGE = "swechain_ci.agents."
 
 PLACEHOLDERS = {
-    "spec_file", "fix_report_file", "prompt_file", "code_dir", "session_id", "model", "phase", "step",
-    "reasoning_effort", "max_turns", "max_cost_usd", "cli_session",
+    "spec_file",
+    "fix_report_file",
+    "prompt_file",
+    "code_dir",
+    "session_id",
+    "model",
+    "phase",
+    "step",
+    "reasoning_effort",
+    "max_turns",
+    "max_cost_usd",
+    "cli_session",
 }
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
@@ -81,9 +92,12 @@ class AgentNetwork(Strict):
 class AgentInstall(Strict):
     """What the agent needs in the agent container, added as an image layer."""
 
-    pip: list[str] = Field(default_factory=list, description="pip requirements, into /opt/agent-tools from a wheelhouse")
+    pip: list[str] = Field(
+        default_factory=list, description="pip requirements, into /opt/agent-tools from a wheelhouse"
+    )
     dockerfile: str | None = Field(
-        None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
         description="a recipe of its own (FROM ${AGENT_IMAGE}) beside the manifest, e.g. installs a CLI; its build "
         "context is the folder files/ beside it (build args AGENT_IMAGE and CLI_VERSION)",
     )
@@ -121,8 +135,11 @@ class AgentManifest(Strict):
     docs: dict[str, str] = Field(default_factory=dict, description="flag or event -> where its vendor documents it")
     builtin: Literal["oracle", "noop", "replay"] | None = None
     patches: str | None = Field(None, description="replay: folder of step-<n>.<phase>.patch files")
-    entrypoint: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
-                                   description="python: module:Class, a module shipped in swechain_ci.agents")
+    entrypoint: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+        description="python: module:Class, a module shipped in swechain_ci.agents",
+    )
     commands: Commands | None = None
     session: Literal["none", "resume"] = Field("none", description="resume: Fix continues the Build session")
     env: list[str] = Field(default_factory=list, description="names of environment variables the agent needs")
@@ -153,12 +170,16 @@ class AgentManifest(Strict):
                 raise ValueError(f"env lists {name!r}; list variable NAMES only, never values")
             why = reserved_reason(name)
             if why:
-                raise ValueError(f"env lists {name}, which an agent may not ask for: {why}; "
-                                 "list only the agent's own keys, e.g. ANTHROPIC_API_KEY")
+                raise ValueError(
+                    f"env lists {name}, which an agent may not ask for: {why}; "
+                    "list only the agent's own keys, e.g. ANTHROPIC_API_KEY"
+                )
         if self.entrypoint and not self.entrypoint.startswith(TRUSTED_PYTHON_PACKAGE):
-            raise ValueError(f"entrypoint {self.entrypoint} is outside {TRUSTED_PYTHON_PACKAGE.rstrip('.')}: python "
-                             "agents run in the harness's process, so only shipped modules may be named; "
-                             "register a kind: cli agent instead (it runs in the agent container)")
+            raise ValueError(
+                f"entrypoint {self.entrypoint} is outside {TRUSTED_PYTHON_PACKAGE.rstrip('.')}: python "
+                "agents run in the harness's process, so only shipped modules may be named; "
+                "register a kind: cli agent instead (it runs in the agent container)"
+            )
         return self
 
 
@@ -181,7 +202,9 @@ def granted_secrets(manifest: AgentManifest, environ: dict[str, str] | os._Envir
     With SWECHAIN_NO_SECRETS set (a smoke run of a proposed agent) it gets nothing at all."""
     if environ.get(NO_SECRETS_ENV):
         return {}
-    missing = [grant_name(manifest.name, name) for name in manifest.env if not environ.get(grant_name(manifest.name, name))]
+    missing = [
+        grant_name(manifest.name, name) for name in manifest.env if not environ.get(grant_name(manifest.name, name))
+    ]
     if missing:
         raise SwechainError(
             f"agent {manifest.name} needs {', '.join(manifest.env)}: the runner grants them as {', '.join(missing)} "
@@ -193,8 +216,11 @@ def granted_secrets(manifest: AgentManifest, environ: dict[str, str] | os._Envir
 def scrub_runner_environment(environ: dict[str, str] | os._Environ[str]) -> list[str]:
     """Remove the runner's internals and every grant from ``environ`` (call after reading this agent's grants),
     so that nothing running later in this process finds them; returns the names removed."""
-    removed = [name for name in list(environ)
-               if name.startswith(SECRET_PREFIX) or re.fullmatch(r"(GITHUB|ACTIONS|RUNNER)_.*", name)]
+    removed = [
+        name
+        for name in list(environ)
+        if name.startswith(SECRET_PREFIX) or re.fullmatch(r"(GITHUB|ACTIONS|RUNNER)_.*", name)
+    ]
     for name in removed:
         del environ[name]
     return removed
@@ -207,7 +233,9 @@ def agents_dir() -> Path:
 def parse_manifest(path: Path) -> AgentManifest:
     manifest = read_yaml_model(path, AgentManifest, "agent")
     if manifest.name != path.stem:
-        raise SwechainError(f"{path}: field 'name': is '{manifest.name}' but the file is '{path.stem}.yaml'; make them equal")
+        raise SwechainError(
+            f"{path}: field 'name': is '{manifest.name}' but the file is '{path.stem}.yaml'; make them equal"
+        )
     manifest._folder = path.resolve().parent
     return manifest
 

@@ -60,8 +60,10 @@ class TokenUsage:
 
     def as_dict(self) -> dict[str, int]:
         return {
-            "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-            "cache_write_tokens": self.cache_write_tokens, "cache_read_tokens": self.cache_read_tokens,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
         }
 
 
@@ -83,7 +85,10 @@ def price_for(model: str | None, prices: dict[str, Price]) -> Price | None:
 def load_prices(overrides: dict[str, Any] | None = None, source: str = "options.prices") -> dict[str, Price]:
     """The price table of ``prices.yaml``, extended or overridden by ``overrides``."""
     table: dict[str, Price] = {}
-    for origin, entries in ((str(PRICES_FILE), yaml.safe_load(PRICES_FILE.read_text()) or {}), (source, overrides or {})):
+    for origin, entries in (
+        (str(PRICES_FILE), yaml.safe_load(PRICES_FILE.read_text()) or {}),
+        (source, overrides or {}),
+    ):
         if not isinstance(entries, dict):
             raise SwechainError(f"{origin}: expected a mapping of model -> {{input, output, cache_write, cache_read}}")
         for model, entry in entries.items():
@@ -94,5 +99,3 @@ def load_prices(overrides: dict[str, Any] | None = None, source: str = "options.
             except ValidationError as exc:
                 raise SwechainError(describe_validation(f"{origin}: {model}", exc)) from None
     return table
-
-

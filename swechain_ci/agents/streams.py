@@ -61,7 +61,8 @@ def claude_stream_json(event: dict[str, Any], tally: Tally) -> None:
         usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
         key = str(message.get("id") or f"anonymous-{len(tally.messages)}")
         tally.messages[key] = TokenUsage(
-            input_tokens=_int(usage.get("input_tokens")), output_tokens=_int(usage.get("output_tokens")),
+            input_tokens=_int(usage.get("input_tokens")),
+            output_tokens=_int(usage.get("output_tokens")),
             cache_write_tokens=_int(usage.get("cache_creation_input_tokens")),
             cache_read_tokens=_int(usage.get("cache_read_input_tokens")),
         )
@@ -74,7 +75,8 @@ def claude_stream_json(event: dict[str, Any], tally: Tally) -> None:
         usage = event.get("usage") if isinstance(event.get("usage"), dict) else None
         if usage is not None:
             tally.usage = TokenUsage(
-                input_tokens=_int(usage.get("input_tokens")), output_tokens=_int(usage.get("output_tokens")),
+                input_tokens=_int(usage.get("input_tokens")),
+                output_tokens=_int(usage.get("output_tokens")),
                 cache_write_tokens=_int(usage.get("cache_creation_input_tokens")),
                 cache_read_tokens=_int(usage.get("cache_read_input_tokens")),
             )
@@ -98,10 +100,13 @@ def codex_json(event: dict[str, Any], tally: Tally) -> None:
     elif kind == "turn.completed" and isinstance(event.get("usage"), dict):
         usage = event["usage"]
         cached = _int(usage.get("cached_input_tokens"))
-        tally.usage.add(TokenUsage(
-            input_tokens=max(_int(usage.get("input_tokens")) - cached, 0), output_tokens=_int(usage.get("output_tokens")),
-            cache_read_tokens=cached,
-        ))
+        tally.usage.add(
+            TokenUsage(
+                input_tokens=max(_int(usage.get("input_tokens")) - cached, 0),
+                output_tokens=_int(usage.get("output_tokens")),
+                cache_read_tokens=cached,
+            )
+        )
         tally.turns += 1
     elif kind == "turn.failed":
         error = event.get("error")
@@ -118,11 +123,14 @@ def opencode_json(event: dict[str, Any], tally: Tally) -> None:
     if kind == "step_finish":
         tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
         cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
-        tally.usage.add(TokenUsage(
-            input_tokens=_int(tokens.get("input")),
-            output_tokens=_int(tokens.get("output")) + _int(tokens.get("reasoning")),
-            cache_read_tokens=_int(cache.get("read")), cache_write_tokens=_int(cache.get("write")),
-        ))
+        tally.usage.add(
+            TokenUsage(
+                input_tokens=_int(tokens.get("input")),
+                output_tokens=_int(tokens.get("output")) + _int(tokens.get("reasoning")),
+                cache_read_tokens=_int(cache.get("read")),
+                cache_write_tokens=_int(cache.get("write")),
+            )
+        )
         if isinstance(part.get("cost"), (int, float)):
             tally.reported_cost = (tally.reported_cost or 0.0) + float(part["cost"])
         tally.turns += 1
@@ -152,7 +160,7 @@ class LiveParse:
         self.pending.extend(chunk)
         while (end := self.pending.find(b"\n")) >= 0:
             line = bytes(self.pending[:end])
-            del self.pending[:end + 1]
+            del self.pending[: end + 1]
             if self.skipping:
                 self.skipping = False
                 continue

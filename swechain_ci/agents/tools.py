@@ -46,7 +46,9 @@ class ContainerTools:
         self.output_chars = output_chars
 
     def execute(self, name: str, tool_input: Any, timeout_s: float) -> ToolResult:
-        handler = {"bash": self.bash, "view": self.view, "str_replace": self.str_replace, "create": self.create}.get(name)
+        handler = {"bash": self.bash, "view": self.view, "str_replace": self.str_replace, "create": self.create}.get(
+            name
+        )
         if handler is None:
             return ToolResult(f"error: unknown tool {name!r}; the tools are bash, view, str_replace, create", True)
         if not isinstance(tool_input, dict):
@@ -84,7 +86,7 @@ class ContainerTools:
             f"if [ -d {q} ]; then echo 'is a directory'; exit 3; fi; "
             f"if [ ! -e {q} ]; then echo 'does not exist'; exit 3; fi; "
             f"size=$(stat -c %s -- {q}) || exit 3; "
-            f"if [ \"$size\" -gt {MAX_EDIT_BYTES} ]; then echo \"is $size bytes, too large for this tool; use bash\"; exit 3; fi; "
+            f'if [ "$size" -gt {MAX_EDIT_BYTES} ]; then echo "is $size bytes, too large for this tool; use bash"; exit 3; fi; '
             f"base64 -w0 -- {q} 2>&1 || exit 3"
         )
         done = self._shell(script, min(FILE_OP_TIMEOUT_S, timeout_s), MAX_EDIT_BYTES * 4 // 3 + 4096)
@@ -102,10 +104,10 @@ class ContainerTools:
         temporary file that then replaces the content (keeping the target's mode)."""
         q = shlex.quote(path)
         encoded = base64.b64encode(data).decode()
-        chunks = [encoded[i:i + WRITE_CHUNK] for i in range(0, len(encoded), WRITE_CHUNK)] or [""]
+        chunks = [encoded[i : i + WRITE_CHUNK] for i in range(0, len(encoded), WRITE_CHUNK)] or [""]
         deadline = time.monotonic() + min(FILE_OP_TIMEOUT_S, timeout_s)
         if len(chunks) == 1:
-            script = f"mkdir -p -- \"$(dirname -- {q})\" && printf %s {chunks[0]} | base64 -d > {q}"
+            script = f'mkdir -p -- "$(dirname -- {q})" && printf %s {chunks[0]} | base64 -d > {q}'
             done = self._shell(script, deadline - time.monotonic(), 8192)
         else:
             tmp = f"/tmp/.swechain-write-{uuid.uuid4().hex}"
@@ -115,9 +117,7 @@ class ContainerTools:
                 if done.timed_out or done.exit_code != 0:
                     self._shell(f"rm -f {tmp}", 10, 1024)
                     raise ToolError(f"writing {path} failed: {done.output.strip()[-500:]}")
-            script = (
-                f"mkdir -p -- \"$(dirname -- {q})\" && base64 -d {tmp} > {q}; rc=$?; rm -f {tmp}; exit $rc"
-            )
+            script = f'mkdir -p -- "$(dirname -- {q})" && base64 -d {tmp} > {q}; rc=$?; rm -f {tmp}; exit $rc'
             done = self._shell(script, max(deadline - time.monotonic(), 5), 8192)
         if done.timed_out:
             raise ToolError(f"writing {path} timed out")
@@ -147,16 +147,22 @@ class ContainerTools:
             status = f"exit code {done.exit_code}"
         text = (output + ("\n" if output and not output.endswith("\n") else "") + "\n".join(notes)).rstrip("\n")
         # A non-zero exit is information (grep finding nothing), not a tool failure.
-        return ToolResult(f"{text}\n[{status}]" if text else f"[{status}, no output]",
-                          is_error=done.timed_out, timed_out=done.timed_out)
+        return ToolResult(
+            f"{text}\n[{status}]" if text else f"[{status}, no output]",
+            is_error=done.timed_out,
+            timed_out=done.timed_out,
+        )
 
     def view(self, tool_input: dict, timeout_s: float) -> ToolResult:
         path = self._path(tool_input)
         view_range = tool_input.get("view_range")
         start, end = 1, -1
         if view_range is not None:
-            if (not isinstance(view_range, list) or len(view_range) != 2
-                    or not all(isinstance(n, int) and not isinstance(n, bool) for n in view_range)):
+            if (
+                not isinstance(view_range, list)
+                or len(view_range) != 2
+                or not all(isinstance(n, int) and not isinstance(n, bool) for n in view_range)
+            ):
                 raise ToolError("view_range must be two integers [start, end]")
             start, end = view_range
             if start < 1 or (end != -1 and end < start):
@@ -199,10 +205,10 @@ class ContainerTools:
                 f"{', ...' if len(positions) > 10 else ''}); include more context to make it unique"
             )
         at = positions[0]
-        updated = content[:at] + new + content[at + len(old):]
+        updated = content[:at] + new + content[at + len(old) :]
         self._write_bytes(path, updated.encode("utf-8"), timeout_s)
         first = content.count("\n", 0, at) + 1
-        shown = updated.split("\n")[max(first - 4, 0): first + min(new.count("\n"), 30) + 3]
+        shown = updated.split("\n")[max(first - 4, 0) : first + min(new.count("\n"), 30) + 3]
         snippet = "\n".join(f"{n:6d}\t{line}" for n, line in enumerate(shown, start=max(first - 3, 1)))
         return ToolResult(f"replaced 1 occurrence in {path}; the lines around it now:\n{snippet}")
 
@@ -218,5 +224,3 @@ def _find_all(text: str, needle: str):
     while at >= 0:
         yield at
         at = text.find(needle, at + 1)
-
-

@@ -29,26 +29,32 @@ def _row(name: str, pattern: str, advice: str) -> Signature:
 
 # Order matters: the more specific rows first (a refused proxy is also a refused connection).
 SIGNATURES: tuple[Signature, ...] = (
-    _row("egress_proxy",
-         r"proxy ?error|tunneling socket could not be established|407 proxy|proxy authentication required"
-         r"|connect tunnel failed|unable to connect to proxy|proxyconnect",
-         "the egress proxy is missing or refused the connection: check SWECHAIN_EGRESS_NETWORK and its proxy "
-         "(README, Network)"),
-    _row("overloaded",
-         r"\b529\b|overloaded_error|\boverloaded\b",
-         "the provider is overloaded; resume later"),
-    _row("rate_limited",
-         r"\b429\b|rate_limit_error|rate[ -]limit(ed)?\b|too many requests|insufficient_quota|quota exceeded",
-         "the provider's rate limit or quota was hit; resume later or raise the limit"),
-    _row("server_error",
-         r"\b(500|502|503|504)\b.*\b(error|unavailable|gateway)\b|internal server error|service unavailable"
-         r"|bad gateway|gateway time-?out|\bapi_error\b",
-         "the provider had a server error; resume later"),
-    _row("network",
-         r"econnrefused|econnreset|etimedout|enotfound|eai_again|getaddrinfo|network is unreachable"
-         r"|connection (error|refused|reset)|apiconnectionerror|stream disconnected|error sending request"
-         r"|failed to connect|could not resolve host|temporary failure in name resolution|socket hang up",
-         "the API could not be reached: check the runner's network and egress proxy; resume when it works"),
+    _row(
+        "egress_proxy",
+        r"proxy ?error|tunneling socket could not be established|407 proxy|proxy authentication required"
+        r"|connect tunnel failed|unable to connect to proxy|proxyconnect",
+        "the egress proxy is missing or refused the connection: check SWECHAIN_EGRESS_NETWORK and its proxy "
+        "(README, Network)",
+    ),
+    _row("overloaded", r"\b529\b|overloaded_error|\boverloaded\b", "the provider is overloaded; resume later"),
+    _row(
+        "rate_limited",
+        r"\b429\b|rate_limit_error|rate[ -]limit(ed)?\b|too many requests|insufficient_quota|quota exceeded",
+        "the provider's rate limit or quota was hit; resume later or raise the limit",
+    ),
+    _row(
+        "server_error",
+        r"\b(500|502|503|504)\b.*\b(error|unavailable|gateway)\b|internal server error|service unavailable"
+        r"|bad gateway|gateway time-?out|\bapi_error\b",
+        "the provider had a server error; resume later",
+    ),
+    _row(
+        "network",
+        r"econnrefused|econnreset|etimedout|enotfound|eai_again|getaddrinfo|network is unreachable"
+        r"|connection (error|refused|reset)|apiconnectionerror|stream disconnected|error sending request"
+        r"|failed to connect|could not resolve host|temporary failure in name resolution|socket hang up",
+        "the API could not be reached: check the runner's network and egress proxy; resume when it works",
+    ),
 )
 
 

@@ -87,7 +87,8 @@ class PytestQuirks(Strict):
     rename_sections: list[RenamedSection] = Field(default_factory=list)
     extra_args: list[str] = Field(default_factory=list)
     workers: int | Literal["auto"] = Field(
-        1, description="pytest-xdist workers in each run's container ('auto': as many as the runner's CPUs); "
+        1,
+        description="pytest-xdist workers in each run's container ('auto': as many as the runner's CPUs); "
         "limits are per worker",
     )
     env: dict[str, str] = Field(
@@ -103,8 +104,10 @@ class PytestQuirks(Strict):
             if not ENV_NAME.fullmatch(name):
                 raise ValueError(f"'{name}' is not an environment variable name (letters, digits and _)")
             if name in HARNESS_ENV or name.startswith(HARNESS_ENV_PREFIXES):
-                raise ValueError(f"'{name}' is reserved: the harness controls PATH, HOME, TMPDIR, LANG and the "
-                                 f"PYTHON*, PYTEST_*, SWECHAIN_* and LD_* variables of every run")
+                raise ValueError(
+                    f"'{name}' is reserved: the harness controls PATH, HOME, TMPDIR, LANG and the "
+                    f"PYTHON*, PYTEST_*, SWECHAIN_* and LD_* variables of every run"
+                )
         return value
 
     @field_validator("workers")
@@ -192,11 +195,13 @@ class VersionedRequirements(Strict):
     extras: list[str] = Field(default_factory=list, description="the versions' own extras or dependency groups")
     requirement_files: list[str] = Field(default_factory=list, description="requirements files in those trees")
     lock_files: list[str] = Field(
-        default_factory=list, description="uv.lock files in those trees: each requirement the version declares "
+        default_factory=list,
+        description="uv.lock files in those trees: each requirement the version declares "
         "is pinned to the version its lock records",
     )
     override: dict[str, str] = Field(
-        default_factory=dict, description="name -> requirement used instead, over the chain-wide override",
+        default_factory=dict,
+        description="name -> requirement used instead, over the chain-wide override",
     )
     extra: list[str] = Field(default_factory=list, description="pip requirements added for those versions")
 
@@ -228,8 +233,8 @@ class Environment(Strict):
     override: dict[str, str] = Field(default_factory=dict, description="name -> requirement used instead")
     extra: list[str] = Field(default_factory=list, description="extra test dependencies (pip requirements)")
     by_version: list[VersionedRequirements] = Field(
-        default_factory=list, description="extras, requirement files, overrides and extra requirements for the "
-        "versions a specifier matches",
+        default_factory=list,
+        description="extras, requirement files, overrides and extra requirements for the versions a specifier matches",
     )
     wheels_from_sdists: list[str] = Field(
         default_factory=list,
@@ -253,7 +258,8 @@ class ChainConfig(Strict):
     source_root: str = Field(".", description="folder of the code tree that holds the import package")
     test_folder: str = "tests"
     changelog: str | None = Field(
-        None, description="the release tree's changelog when it is not at a usual name (pytest: doc/en/changelog.rst)",
+        None,
+        description="the release tree's changelog when it is not at a usual name (pytest: doc/en/changelog.rst)",
     )
     protected_files: list[str] = Field(
         default_factory=lambda: ["pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.ini"]
@@ -265,11 +271,13 @@ class ChainConfig(Strict):
     limits: Limits = Field(default_factory=Limits)
     oracle: OracleSettings = Field(default_factory=OracleSettings)
     paper_id: str | None = Field(
-        None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
         description="the SWE-Chain paper's chain id (e.g. pyjwt_2.0.0_to_2.12.1): its published specifications' chain_id",
     )
     default_spec_level: str = Field(
-        "L3", pattern=r"^(L[1-5](\+interface)?|[a-z][a-z0-9_-]*)$",
+        "L3",
+        pattern=r"^(L[1-5](\+interface)?|[a-z][a-z0-9_-]*)$",
         description="L1-L5, optionally with +interface, or a hand-written level such as manual",
     )
     ci_steps: str | None = Field(

@@ -78,7 +78,9 @@ def declared_metadata(tree: Path) -> tuple[list[str], dict[str, list[str]]]:
         base = requirement_lines(parser.get("options", "install_requires", fallback=""))
         extras = {
             name: requirement_lines(value)
-            for name, value in (parser.items("options.extras_require") if parser.has_section("options.extras_require") else [])
+            for name, value in (
+                parser.items("options.extras_require") if parser.has_section("options.extras_require") else []
+            )
         }
         return base, extras
     if (tree / "PKG-INFO").is_file():
@@ -148,7 +150,9 @@ def with_own_extras(lines: list[str], extras: dict[str, list[str]], own: str, ma
             requirement = Requirement(pip_requirement_line(line))
         except InvalidRequirement:
             continue  # named by the caller
-        if canonicalize_name(requirement.name) != own or (requirement.marker and not requirement.marker.evaluate(markers)):
+        if canonicalize_name(requirement.name) != own or (
+            requirement.marker and not requirement.marker.evaluate(markers)
+        ):
             continue
         for extra in sorted(set(requirement.extras) - seen):
             seen.add(extra)
@@ -190,7 +194,9 @@ def requirements(chain: Chain, version: str) -> list[str]:
     locked: dict[str, str] = {}
     for name in (n for entry in for_version for n in entry.lock_files):
         if not (tree / name).is_file():
-            raise SwechainError(f"{chain.folder / 'chain.yaml'}: field 'environment.by_version': {version} has no {name}")
+            raise SwechainError(
+                f"{chain.folder / 'chain.yaml'}: field 'environment.by_version': {version} has no {name}"
+            )
         locked |= locked_versions(tree / name, markers)
     dropped = {canonicalize_name(n) for n in env.drop}
     overrides = {canonicalize_name(n): r for n, r in env.override.items()}
@@ -257,9 +263,20 @@ def built_wheels(chain: Chain) -> list[Path]:
     progress.say(f"building wheels from sdists: {', '.join(wanted)}")
     folder.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-binary=:all:", "--wheel-dir", str(folder),
-         *wanted],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-binary=:all:",
+            "--wheel-dir",
+            str(folder),
+            *wanted,
+        ],
+        capture_output=True,
+        text=True,
     )
     if result.returncode != 0:
         tail = " ".join(result.stderr.strip().splitlines()[-2:])
@@ -299,8 +316,11 @@ RESOLUTION_ROUNDS = 5
 def outside_requires_python(installs: list[dict], python: str) -> list[str]:
     """``name!=version`` for each pick whose Requires-Python excludes ``python`` (as pip reads it: 3.9 is 3.9.0)."""
     target = f"{python}.0"
-    return [f"{canonicalize_name(i['metadata']['name'])}!={i['metadata']['version']}" for i in installs
-            if (needs := i["metadata"].get("requires_python")) and not SpecifierSet(needs).contains(target, True)]
+    return [
+        f"{canonicalize_name(i['metadata']['name'])}!={i['metadata']['version']}"
+        for i in installs
+        if (needs := i["metadata"].get("requires_python")) and not SpecifierSet(needs).contains(target, True)
+    ]
 
 
 def pip_dry_run(reqs: list[str], python: str, find_links: list[Path]) -> list[dict]:
@@ -309,12 +329,30 @@ def pip_dry_run(reqs: list[str], python: str, find_links: list[Path]) -> list[di
     with tempfile.TemporaryDirectory(prefix="swechain-resolve-") as tmp:
         report = Path(tmp) / "report.json"
         result = subprocess.run(
-            [sys.executable, "-c", PIP_WITH_MARKERS, json.dumps(target.marker_environment),
-             "install", "--dry-run", "--ignore-installed", "--quiet",
-             "--report", str(report), "--target", str(Path(tmp) / "never"), "--only-binary=:all:",
-             "--python-version", python, "--implementation", "cp", *target.platform_options(),
-             *find_links_options(find_links), *reqs],
-            capture_output=True, text=True,
+            [
+                sys.executable,
+                "-c",
+                PIP_WITH_MARKERS,
+                json.dumps(target.marker_environment),
+                "install",
+                "--dry-run",
+                "--ignore-installed",
+                "--quiet",
+                "--report",
+                str(report),
+                "--target",
+                str(Path(tmp) / "never"),
+                "--only-binary=:all:",
+                "--python-version",
+                python,
+                "--implementation",
+                "cp",
+                *target.platform_options(),
+                *find_links_options(find_links),
+                *reqs,
+            ],
+            capture_output=True,
+            text=True,
         )
         if result.returncode != 0:
             tail = " ".join(result.stderr.strip().splitlines()[-3:])
@@ -350,7 +388,9 @@ def resolve(reqs: list[str], python: str, find_links: list[Path] | None = None) 
         )
     pins = sorted(f"{canonicalize_name(i['metadata']['name'])}=={i['metadata']['version']}" for i in installs)
     record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(json.dumps({"requirements": reqs, "python": python, "platforms": platforms, "pins": pins}, indent=2))
+    record.write_text(
+        json.dumps({"requirements": reqs, "python": python, "platforms": platforms, "pins": pins}, indent=2)
+    )
     return pins
 
 
@@ -359,5 +399,8 @@ def pins(chain: Chain, version: str) -> list[str]:
     a test dependency that requires it (pytest plugins, for pytest's own chains) gets the
     candidate's code instead, which the harness puts on the path."""
     own = canonicalize_name(chain.config.package)
-    return [pin for pin in resolve(requirements(chain, version), chain.config.python, built_wheels(chain))
-            if canonicalize_name(pin.split("==", 1)[0]) != own]
+    return [
+        pin
+        for pin in resolve(requirements(chain, version), chain.config.python, built_wheels(chain))
+        if canonicalize_name(pin.split("==", 1)[0]) != own
+    ]

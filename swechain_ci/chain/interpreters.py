@@ -25,10 +25,15 @@ class Interpreter:
     def marker_environment(self) -> dict[str, str]:
         """PEP 508 marker values of the image's interpreter (they differ from the host's)."""
         return {
-            "python_version": self.python, "python_full_version": self.full_version,
-            "implementation_name": "cpython", "platform_python_implementation": "CPython",
-            "implementation_version": self.full_version, "sys_platform": "linux", "os_name": "posix",
-            "platform_system": "Linux", "platform_machine": platform.machine(),
+            "python_version": self.python,
+            "python_full_version": self.full_version,
+            "implementation_name": "cpython",
+            "platform_python_implementation": "CPython",
+            "implementation_version": self.full_version,
+            "sys_platform": "linux",
+            "os_name": "posix",
+            "platform_system": "Linux",
+            "platform_machine": platform.machine(),
         }
 
     @property

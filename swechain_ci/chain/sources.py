@@ -158,7 +158,7 @@ def _open(url: str, accept: str | None = None):
     if accept:
         headers["Accept"] = accept
     request = urllib.request.Request(url, headers=headers)
-    return urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S)  # noqa: S310 - http(s) URLs from config
+    return urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S)
 
 
 def _http_problem(exc: BaseException) -> str:
@@ -182,9 +182,13 @@ def project_page(project: str, where: str) -> tuple[str, dict]:
                 f"{where}: the index has no project '{project}' ({url} gives 404); "
                 f"set source.project or package in chain.yaml, or {INDEX_ENV}"
             ) from None
-        raise SwechainError(f"{where}: cannot read {url}: {_http_problem(exc)} (check {INDEX_ENV} and the network)") from None
+        raise SwechainError(
+            f"{where}: cannot read {url}: {_http_problem(exc)} (check {INDEX_ENV} and the network)"
+        ) from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise SwechainError(f"{where}: cannot reach {url}: {_http_problem(exc)} (check {INDEX_ENV} and the network)") from None
+        raise SwechainError(
+            f"{where}: cannot reach {url}: {_http_problem(exc)} (check {INDEX_ENV} and the network)"
+        ) from None
     if "json" not in content_type.split(";")[0]:
         raise SwechainError(
             f"{where}: {url} answered {content_type or 'no content type'}, not {JSON_SIMPLE}; "
@@ -405,7 +409,9 @@ def unpack_archive(archive: Path, dest: Path) -> None:
     try:
         tar = tarfile.open(archive, mode="r:*")
     except (tarfile.TarError, OSError) as exc:
-        raise SwechainError(f"{archive}: not a readable tar or zip archive ({exc}); delete it to fetch it again") from None
+        raise SwechainError(
+            f"{archive}: not a readable tar or zip archive ({exc}); delete it to fetch it again"
+        ) from None
     with tar:
         members = [(m, _member_path(m.name)) for m in tar.getmembers()]
         members = [(m, p) for m, p in members if p is not None]
@@ -510,13 +516,26 @@ def _git_root(chain: Chain, version: str, source: GitSource) -> Path:
         if source.url.startswith("-") or source.tag.startswith("-"):
             raise SwechainError(f"{where}: source url and tag must not start with '-'")
         command = [
-            "git", "-c", "advice.detachedHead=false", "clone", "--quiet", "--depth", "1",
-            "--no-tags", "--branch", source.tag, "--", source.url, str(tree),
+            "git",
+            "-c",
+            "advice.detachedHead=false",
+            "clone",
+            "--quiet",
+            "--depth",
+            "1",
+            "--no-tags",
+            "--branch",
+            source.tag,
+            "--",
+            source.url,
+            str(tree),
         ]
         try:
             result = subprocess.run(command, capture_output=True, env=_git_env(), timeout=GIT_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            raise SwechainError(f"{where}: git clone of {source.url} at {source.tag} took over {GIT_TIMEOUT_S:.0f}s") from None
+            raise SwechainError(
+                f"{where}: git clone of {source.url} at {source.tag} took over {GIT_TIMEOUT_S:.0f}s"
+            ) from None
         except FileNotFoundError:
             raise SwechainError(f"{where}: git is not installed; install git to use git sources") from None
         if result.returncode != 0:
@@ -603,18 +622,23 @@ def check_source_root(chain: Chain, root: Path, version: str) -> None:
     package = config.import_name
 
     def holds(folder: Path) -> bool:
-        return (folder / package / "__init__.py").is_file() or (folder / f"{package}.py").is_file() or (
-            (folder / package).is_dir() and any((folder / package).glob("*.py"))
+        return (
+            (folder / package / "__init__.py").is_file()
+            or (folder / f"{package}.py").is_file()
+            or ((folder / package).is_dir() and any((folder / package).glob("*.py")))
         )
 
     if holds(root / config.source_root):
         return
     found = sorted(
-        str(candidate.parent.relative_to(root)) for candidate in root.glob(f"**/{package}")
+        str(candidate.parent.relative_to(root))
+        for candidate in root.glob(f"**/{package}")
         if candidate.is_dir() and holds(candidate.parent) and config.test_folder not in candidate.parts
     ) + sorted(str(c.parent.relative_to(root)) for c in root.glob(f"**/{package}.py"))
-    hint = f"it is under '{found[0]}': set source_root: {found[0]}" if found else (
-        f"no folder holds it: check import_name ('{package}') and source_root"
+    hint = (
+        f"it is under '{found[0]}': set source_root: {found[0]}"
+        if found
+        else (f"no folder holds it: check import_name ('{package}') and source_root")
     )
     raise SwechainError(
         f"{_where(chain, version)}: field 'source_root': '{config.source_root}' holds no import package "
@@ -632,4 +656,3 @@ def materialize(chain: Chain, version: str) -> VersionTrees:
     split(chain, root, dest, version)
     (dest / ".complete").write_text(content)
     return VersionTrees(version, root, dest / "code", dest / "hidden", dest / "protected", content)
-

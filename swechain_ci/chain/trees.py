@@ -278,7 +278,7 @@ def patch_paths(tree: Path, patch: str) -> list[str]:
             paths.append(os.fsdecode(columns[2]))
             i += 1
         else:  # a rename or copy: "added\tdeleted\t" then source and destination
-            paths += [os.fsdecode(f) for f in fields[i + 1:i + 3]]
+            paths += [os.fsdecode(f) for f in fields[i + 1 : i + 3]]
             i += 3
     return paths
 
@@ -287,7 +287,9 @@ def check_patch_paths(tree: Path, patch: str) -> None:
     """Refuse a patch that names a path outside ``tree``: absolute, with ``..``, or through a link."""
     for line in patch.splitlines():
         if line.startswith(("--- /", "+++ /")) and line[4:].split("\t")[0] != "/dev/null":
-            raise SwechainError(f"the patch names an absolute path ({line[4:][:200]}); patches apply only inside the code tree")
+            raise SwechainError(
+                f"the patch names an absolute path ({line[4:][:200]}); patches apply only inside the code tree"
+            )
     root = tree.resolve()
     for name in patch_paths(tree, patch):
         rel = PurePosixPath(name)

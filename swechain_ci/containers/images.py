@@ -66,9 +66,15 @@ def ensure_base(sandbox: DockerSandbox, python: str, extra_packages: Sequence[st
     with tempfile.TemporaryDirectory(prefix="swechain-base-") as tmp:
         rootfs = Path(tmp) / "rootfs.tar"
         result = subprocess.run(
-            ["mmdebstrap", "--variant=minbase", f"--include={','.join([DEBIAN_PACKAGES, *extra_packages])}", suite,
-             str(rootfs)],
-            capture_output=True, text=True,
+            [
+                "mmdebstrap",
+                "--variant=minbase",
+                f"--include={','.join([DEBIAN_PACKAGES, *extra_packages])}",
+                suite,
+                str(rootfs),
+            ],
+            capture_output=True,
+            text=True,
         )
         if result.returncode != 0:
             raise SwechainError(f"mmdebstrap failed: {result.stderr.strip().splitlines()[-1:]}")
@@ -112,10 +118,26 @@ def wheelhouse(pins: list[str], python: str, find_links: list[Path] | None = Non
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=folder.parent))
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(staging),
-         "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
-         *target.platform_options(), *find_links_options(find_links or []), *pins],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--dest",
+            str(staging),
+            "--only-binary=:all:",
+            "--python-version",
+            python,
+            "--implementation",
+            "cp",
+            *target.platform_options(),
+            *find_links_options(find_links or []),
+            *pins,
+        ],
+        capture_output=True,
+        text=True,
     )
     if result.returncode != 0:
         tail = " ".join(result.stderr.strip().splitlines()[-2:])
@@ -157,8 +179,13 @@ def recipe(chain: Chain, name: str) -> Path:
 
 
 def build_cached(
-    sandbox: DockerSandbox, chain: Chain, kind: str, files: dict[str, Path], buildargs: dict[str, str],
-    recipe_path: Path | None = None, network: str = "none",
+    sandbox: DockerSandbox,
+    chain: Chain,
+    kind: str,
+    files: dict[str, Path],
+    buildargs: dict[str, str],
+    recipe_path: Path | None = None,
+    network: str = "none",
 ) -> str:
     """Build ``dockerfiles/<family>/<kind>.Dockerfile`` (or ``recipe_path``) over ``files``,
     reusing a build with equal inputs."""
@@ -167,7 +194,10 @@ def build_cached(
     for arg, value in sorted(buildargs.items()):
         h.update(f"{arg}={value}".encode())
     for name, path in sorted(files.items()):
-        h.update(name.encode() + (trees.digest(path) if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()).encode())
+        h.update(
+            name.encode()
+            + (trees.digest(path) if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()).encode()
+        )
     tag = f"swechain-ci/{chain.id}-{kind}:py{chain.config.python}-{h.hexdigest()[:16]}"
     if image := sandbox.image_id(tag):
         return image
@@ -189,10 +219,14 @@ def ensure_deps(sandbox: DockerSandbox, chain: Chain, base: str, pins: list[str]
         req_file = Path(tmp) / "requirements.txt"
         req_file.write_text("\n".join(pins) + "\n")
         return build_cached(
-            sandbox, chain, "deps",
-            {"requirements.txt": req_file,
-             "wheels": wheelhouse(pins, chain.config.python, environments_of.built_wheels(chain)),
-             "harness": HARNESS_DIR},
+            sandbox,
+            chain,
+            "deps",
+            {
+                "requirements.txt": req_file,
+                "wheels": wheelhouse(pins, chain.config.python, environments_of.built_wheels(chain)),
+                "harness": HARNESS_DIR,
+            },
             {"BASE": base, "PYTHON": chain.config.python},
         )
 

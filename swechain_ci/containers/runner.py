@@ -63,8 +63,9 @@ def run_limits(chain: Chain, size: RunnerSize) -> Limits:
     workers = test_workers(chain, size)
     per_worker = memory_bytes(limits.memory, f"{chain.folder / 'chain.yaml'}: field 'limits.memory'")
     memory = min(size.memory, per_worker * workers)
-    return Limits(memory=f"{memory // 2**20}m", cpus=min(float(size.cpus), limits.cpus * workers),
-                  pids=limits.pids * workers)
+    return Limits(
+        memory=f"{memory // 2**20}m", cpus=min(float(size.cpus), limits.cpus * workers), pids=limits.pids * workers
+    )
 
 
 def parallel_runs(chain: Chain, size: RunnerSize) -> int:

@@ -73,7 +73,9 @@ def hardening(limits: Limits) -> dict:
     }
 
 
-def read_tar_files(chunks: Iterator[bytes], limit: int = MAX_OUTPUT_BYTES, what: str = "the container's output") -> dict[str, bytes]:
+def read_tar_files(
+    chunks: Iterator[bytes], limit: int = MAX_OUTPUT_BYTES, what: str = "the container's output"
+) -> dict[str, bytes]:
     """The regular files of a tar stream by name (first folder stripped), read as a stream and
     never more than ``limit`` bytes in all: an oversized or malformed archive is a
     ``SwechainError``, never a host out of memory."""
@@ -156,8 +158,15 @@ class DockerSandbox:
         with open(log, "w") as out:
             try:
                 for chunk in self.client.api.build(
-                    path=str(context), dockerfile=dockerfile, tag=tag, buildargs=buildargs,
-                    network_mode=network, rm=True, forcerm=True, decode=True, labels={LABEL: "image"},
+                    path=str(context),
+                    dockerfile=dockerfile,
+                    tag=tag,
+                    buildargs=buildargs,
+                    network_mode=network,
+                    rm=True,
+                    forcerm=True,
+                    decode=True,
+                    labels={LABEL: "image"},
                 ):
                     if "stream" in chunk:
                         out.write(chunk["stream"])
@@ -189,8 +198,13 @@ class DockerSandbox:
         """A fresh container: copy archives in, run, kill at the time limit, copy ``collect`` out.
         ``network`` is ``none`` but for the operator's opt-in network probe of gold code."""
         container = self.client.containers.create(
-            image, command, user=user, working_dir="/work", labels={LABEL: "eval", **labels},
-            tmpfs={"/tmp": "rw,nosuid,nodev,size=1g,mode=1777"}, cap_add=capabilities or None,
+            image,
+            command,
+            user=user,
+            working_dir="/work",
+            labels={LABEL: "eval", **labels},
+            tmpfs={"/tmp": "rw,nosuid,nodev,size=1g,mode=1777"},
+            cap_add=capabilities or None,
             **{**hardening(limits), "network_mode": network},
         )
         try:
@@ -227,8 +241,14 @@ class DockerSandbox:
         options = hardening(limits)
         options["network_mode"] = network
         container = self.client.containers.run(
-            image, ["sleep", "infinity"], detach=True, user="0", working_dir="/app",
-            labels={LABEL: "agent", **labels}, init=True, **options,
+            image,
+            ["sleep", "infinity"],
+            detach=True,
+            user="0",
+            working_dir="/app",
+            labels={LABEL: "agent", **labels},
+            init=True,
+            **options,
         )
         return AgentContainer(container)
 
@@ -248,8 +268,13 @@ class AgentContainer:
         self.container = container
 
     def run_command(
-        self, command: list[str], timeout_s: float, output_limit: int, log: Path | None = None,
-        env: dict[str, str] | None = None, workdir: str = "/app",
+        self,
+        command: list[str],
+        timeout_s: float,
+        output_limit: int,
+        log: Path | None = None,
+        env: dict[str, str] | None = None,
+        workdir: str = "/app",
         on_output: Callable[[bytes], bool] | None = None,
     ) -> CommandOutcome:
         """Run as the agent user with a wall-clock limit that ends the whole process tree.
@@ -261,7 +286,11 @@ class AgentContainer:
         """
         api = self.container.client.api
         exec_id = api.exec_create(
-            self.container.id, command, user=str(AGENT_UID), workdir=workdir, environment=env or {},
+            self.container.id,
+            command,
+            user=str(AGENT_UID),
+            workdir=workdir,
+            environment=env or {},
         )["Id"]
         stream = api.exec_start(exec_id, stream=True, demux=False)
         kept = bytearray()
@@ -300,8 +329,12 @@ class AgentContainer:
         inspected = api.exec_inspect(exec_id)
         exit_code = None if timed_out or inspected.get("Running") else inspected.get("ExitCode")
         return CommandOutcome(
-            exit_code=exit_code, output=bytes(kept).decode(errors="replace"), timed_out=timed_out,
-            truncated=seen > output_limit, output_bytes=seen, stopped=stopped.is_set(),
+            exit_code=exit_code,
+            output=bytes(kept).decode(errors="replace"),
+            timed_out=timed_out,
+            truncated=seen > output_limit,
+            output_bytes=seen,
+            stopped=stopped.is_set(),
         )
 
     def kill_agent_processes(self) -> None:

@@ -16,4 +16,3 @@ def in_background(work: Callable[[], T]) -> Future[T]:
         return pool.submit(work)
     finally:
         pool.shutdown(wait=False)  # the thread ends with its one task
-

@@ -85,7 +85,14 @@ def mutating_call_on(node: ast.AST, names: set[str]) -> bool:
     if not isinstance(node, ast.Call):
         return False
     if isinstance(node.func, ast.Attribute) and node.func.attr in (
-        "update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__", "__setattr__",
+        "update",
+        "setdefault",
+        "pop",
+        "popitem",
+        "clear",
+        "__setitem__",
+        "__delitem__",
+        "__setattr__",
     ):
         return dotted(node.func.value) in names
     if dotted(node.func) in ("setattr", "delattr") and node.args:
@@ -225,12 +232,15 @@ def scan_change(gold: Path, candidate: Path, test_folder: str, source_root: str 
             continue
         for rule, line, text in findings(data.decode(errors="replace"), str(rel), own):
             if (rule.kind, text) not in known and len(flags) < MAX_FLAGS:
-                flags.append(IntegrityFlag(kind=rule.kind, detail=f"{rule.what}: {text}"[:500], location=f"{rel}:{line}"))
+                flags.append(
+                    IntegrityFlag(kind=rule.kind, detail=f"{rule.what}: {text}"[:500], location=f"{rel}:{line}")
+                )
     return flags
 
 
-def flag_run(run: TestRun, gold: Path, candidate: Path, test_folder: str, step: int, phase: str,
-             source_root: str = ".") -> TestRun:
+def flag_run(
+    run: TestRun, gold: Path, candidate: Path, test_folder: str, step: int, phase: str, source_root: str = "."
+) -> TestRun:
     """The run with the scan's flags added to the harness's, each stamped with its step and phase."""
     flags = [*run.integrity_flags, *scan_change(gold, candidate, test_folder, source_root)]
     stamped = []

@@ -58,8 +58,10 @@ def load_run(path: Path) -> ReferenceRun:
     except (OSError, json.JSONDecodeError) as exc:
         raise SwechainError(f"{path}: cannot read reference results ({exc})") from None
     results = data.get("results", {}) if isinstance(data, dict) else {}
-    return ReferenceRun(statuses={test: entry["status"] for test, entry in results.items()},
-                        collection_error=bool(data.get("collection_error")))
+    return ReferenceRun(
+        statuses={test: entry["status"] for test, entry in results.items()},
+        collection_error=bool(data.get("collection_error")),
+    )
 
 
 def load_results(path: Path) -> dict[str, str]:
@@ -67,13 +69,18 @@ def load_results(path: Path) -> dict[str, str]:
 
 
 def reference_runs(reference: Path, prev: str, next_: str) -> tuple[ReferenceRun, ReferenceRun]:
-    return (load_run(reference / next_ / f"v{next_}_test_results.json"),
-            load_run(reference / next_ / f"v{prev}_cross_test_results.json"))
+    return (
+        load_run(reference / next_ / f"v{next_}_test_results.json"),
+        load_run(reference / next_ / f"v{prev}_cross_test_results.json"),
+    )
 
 
 def related_in(new_gold: ReferenceRun, old_gold: ReferenceRun) -> set[str]:
-    return {t for t, s in new_gold.statuses.items()
-            if s == "passed" and old_gold.statuses.get(t, "failed") in BROKEN_REFERENCE}
+    return {
+        t
+        for t, s in new_gold.statuses.items()
+        if s == "passed" and old_gold.statuses.get(t, "failed") in BROKEN_REFERENCE
+    }
 
 
 def reference_related(reference: Path, prev: str, next_: str) -> set[str]:
@@ -91,9 +98,14 @@ def only_theirs_cause(test: str, step: StepOracle, their_old: ReferenceRun) -> t
     if step.new_gold[test] != Status.passed:
         return "new gold differs", f"{step.new_gold[test].value} in our new-gold run, passed in the reference's"
     if test not in their_old.statuses and their_old.collection_error:
-        return "collection error", "no result in the reference's old-gold run, whose collection failed (counted as failed)"
-    return "old gold differs", (f"old code {step.old_gold.get(test, Status.failed).value} here, "
-                                f"{their_old.statuses.get(test, 'absent')} in the reference's old-gold run")
+        return (
+            "collection error",
+            "no result in the reference's old-gold run, whose collection failed (counted as failed)",
+        )
+    return "old gold differs", (
+        f"old code {step.old_gold.get(test, Status.failed).value} here, "
+        f"{their_old.statuses.get(test, 'absent')} in the reference's old-gold run"
+    )
 
 
 def only_ours_cause(test: str, step: StepOracle, their_new: ReferenceRun, their_old: ReferenceRun) -> tuple[str, str]:
@@ -106,8 +118,9 @@ def only_ours_cause(test: str, step: StepOracle, their_new: ReferenceRun, their_
     if any(is_under(test, c) for c in step.old_gold_collection_errors):
         collector = next(c for c in step.old_gold_collection_errors if is_under(test, c))
         return "collection error", f"collection error in our old-gold run ({collector})"
-    return "old gold differs", (f"old code {step.old_gold[test].value} here, "
-                                f"{their_old.statuses.get(test)} in the reference's old-gold run")
+    return "old gold differs", (
+        f"old code {step.old_gold[test].value} here, {their_old.statuses.get(test)} in the reference's old-gold run"
+    )
 
 
 def verdict(differences: list[Difference]) -> str:
@@ -130,16 +143,25 @@ def compare(oracle: ChainOracle, reference: Path) -> list[StepAgreement]:
         ours = set(step.upgrade_related)
         union = ours | theirs
         differences = [
-            Difference(test=t, side="only ours", **dict(zip(("cause", "why"), only_ours_cause(t, step, their_new, their_old))))
+            Difference(
+                test=t, side="only ours", **dict(zip(("cause", "why"), only_ours_cause(t, step, their_new, their_old)))
+            )
             for t in sorted(ours - theirs)
         ] + [
             Difference(test=t, side="only theirs", **dict(zip(("cause", "why"), only_theirs_cause(t, step, their_old))))
             for t in sorted(theirs - ours)
         ]
-        rows.append(StepAgreement(
-            index=step.index, prev_version=step.prev_version, next_version=step.next_version,
-            both=sorted(ours & theirs), only_ours=sorted(ours - theirs), only_theirs=sorted(theirs - ours),
-            jaccard=len(ours & theirs) / len(union) if union else None,
-            differences=differences, verdict=verdict(differences),
-        ))
+        rows.append(
+            StepAgreement(
+                index=step.index,
+                prev_version=step.prev_version,
+                next_version=step.next_version,
+                both=sorted(ours & theirs),
+                only_ours=sorted(ours - theirs),
+                only_theirs=sorted(theirs - ours),
+                jaccard=len(ours & theirs) / len(union) if union else None,
+                differences=differences,
+                verdict=verdict(differences),
+            )
+        )
     return rows

@@ -24,7 +24,12 @@ MESSAGE_CHARS = 600
 
 
 def evaluate(
-    sandbox: DockerSandbox, chain: Chain, image: str, code: Path, labels: dict[str, str], log: Path | None = None,
+    sandbox: DockerSandbox,
+    chain: Chain,
+    image: str,
+    code: Path,
+    labels: dict[str, str],
+    log: Path | None = None,
     network: str = "none",
 ) -> TestRun:
     """One hidden-test run; ``log``, if given, receives pytest's whole output as the container kept it.
@@ -65,21 +70,38 @@ def evaluate(
     if log is not None:
         write_bytes(log, result.files.get("output.log") or result.logs_tail.encode())
     if result.output_error:
-        return TestRun(execution_error=result.output_error, exit_code=result.exit_code, timed_out=result.timed_out,
-                       output_tail=result.logs_tail)
+        return TestRun(
+            execution_error=result.output_error,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            output_tail=result.logs_tail,
+        )
     return parse_untrusted(result.files, result.exit_code, result.timed_out, result.logs_tail)
 
 
-def parse_untrusted(files: dict[str, bytes], container_exit: int | None, host_timed_out: bool, logs: str = "") -> TestRun:
+def parse_untrusted(
+    files: dict[str, bytes], container_exit: int | None, host_timed_out: bool, logs: str = ""
+) -> TestRun:
     """``parse``, where anything malformed in the container's output (a record with an unexpected key,
     a value of the wrong type, JSON that is not an object) is an execution error naming the cause,
     never a traceback on the host or a run left ``running``."""
     try:
         return parse(files, container_exit, host_timed_out, logs)
-    except (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError) as exc:  # pydantic's ValidationError is a ValueError
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        AttributeError,
+        IndexError,
+        RecursionError,
+    ) as exc:  # pydantic's ValidationError is a ValueError
         cause = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
-        return TestRun(execution_error=f"the harness's output is malformed ({cause})", exit_code=container_exit,
-                       timed_out=host_timed_out, output_tail=logs[-8000:])
+        return TestRun(
+            execution_error=f"the harness's output is malformed ({cause})",
+            exit_code=container_exit,
+            timed_out=host_timed_out,
+            output_tail=logs[-8000:],
+        )
 
 
 def jsonl(raw: bytes | None) -> list[dict]:
@@ -158,8 +180,11 @@ def parse(files: dict[str, bytes], container_exit: int | None, host_timed_out: b
             failed_imports.append(record)
     streamed, streamed_collection_errors = stream_statuses(jsonl(files.get("stream.jsonl")))
     base = dict(
-        exit_code=exit_code, timed_out=timed_out, failed_imports=failed_imports,
-        duration_s=result.get("duration_s", 0.0), output_tail=output_tail,
+        exit_code=exit_code,
+        timed_out=timed_out,
+        failed_imports=failed_imports,
+        duration_s=result.get("duration_s", 0.0),
+        output_tail=output_tail,
         integrity_flags=integrity_flags(result.get("integrity_flags")),
     )
     if "report.json" not in files:
@@ -183,15 +208,16 @@ def parse(files: dict[str, bytes], container_exit: int | None, host_timed_out: b
         if status in BROKEN:
             messages[entry["nodeid"]] = crash_message(entry)
     collection_errors = {
-        c["nodeid"]: str(c.get("longrepr", ""))
-        for c in report.get("collectors", [])
-        if c.get("outcome") == "failed"
+        c["nodeid"]: str(c.get("longrepr", "")) for c in report.get("collectors", []) if c.get("outcome") == "failed"
     }
     summary = report.get("summary", {})
     collected = summary.get("collected")
     run = TestRun(
-        statuses=statuses, collection_errors=collection_errors, error_messages=messages,
-        collected=collected, **base,
+        statuses=statuses,
+        collection_errors=collection_errors,
+        error_messages=messages,
+        collected=collected,
+        **base,
     )
     problem = result.get("untrusted") or distrust(run, report, streamed)
     return run.model_copy(update={"execution_error": problem}) if problem else run

@@ -106,12 +106,19 @@ def _range_start(step_range: str) -> tuple[int, int]:
 
 def inputs_hash(chain: Chain, images: ChainImages) -> str:
     """Everything that shapes the oracle: the images, the chain file's content and the harness."""
-    evaluation = chain.config.model_dump(include={"test_folder", "source_root", "protected_files", "pytest", "timeouts", "oracle"})
-    payload = "\0".join([
-        ORACLE_FORMAT, images.fingerprint, json.dumps(evaluation, sort_keys=True),
-        hashlib.sha256(sources.chain_file(chain).read_bytes()).hexdigest(), trees.digest(HARNESS_DIR),
-        network_probe() or "",
-    ])
+    evaluation = chain.config.model_dump(
+        include={"test_folder", "source_root", "protected_files", "pytest", "timeouts", "oracle"}
+    )
+    payload = "\0".join(
+        [
+            ORACLE_FORMAT,
+            images.fingerprint,
+            json.dumps(evaluation, sort_keys=True),
+            hashlib.sha256(sources.chain_file(chain).read_bytes()).hexdigest(),
+            trees.digest(HARNESS_DIR),
+            network_probe() or "",
+        ]
+    )
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -125,7 +132,8 @@ def network_probe() -> str | None:
 def detected_network_tests(offline: TestRun, online: TestRun, network: str) -> dict[str, str]:
     return {
         t: f"passes on network {network}, {offline.statuses.get(t, Status.failed).value} offline (network probe)"
-        for t, s in online.statuses.items() if s == Status.passed and offline.statuses.get(t) != Status.passed
+        for t, s in online.statuses.items()
+        if s == Status.passed and offline.statuses.get(t) != Status.passed
     }
 
 
@@ -157,8 +165,13 @@ def sanity(chain: Chain, version: str, run: TestRun, tolerated: list[str]) -> Ve
     too_many = total == 0 or (bool(failing) and len(failing) / total >= chain.config.oracle.max_failing_fraction)
     ok = not errors and not too_many and not run.execution_error
     return VersionSanity(
-        version=version, tests=total, failed=len(failing), errors=len(errors),
-        setup_errors=errors, failing=failing, ok=ok,
+        version=version,
+        tests=total,
+        failed=len(failing),
+        errors=len(errors),
+        setup_errors=errors,
+        failing=failing,
+        ok=ok,
     )
 
 
@@ -177,7 +190,9 @@ def sanity_problem(chain: Chain, bad: list[VersionSanity], own_runs: dict[str, l
             f"pin that breaks on Python {chain.config.python} (environment.override), or a wrong source_root "
             f"or test_folder in {chain_yaml}"
         )
-    details = f"{first.failed}/{first.tests} failing, setup errors {first.setup_errors[:5]}, failing {first.failing[:5]}"
+    details = (
+        f"{first.failed}/{first.tests} failing, setup errors {first.setup_errors[:5]}, failing {first.failing[:5]}"
+    )
     if run.execution_error:
         details += f", run problem: {run.execution_error}"
     return (
@@ -192,11 +207,20 @@ def gold_run_path(chain: Chain, image: str, code: Path, network: str, repeat: in
     chain's evaluation settings, limits and workers on this runner), the harness, the network
     and which of the repeated runs it is."""
     evaluation = chain.config.model_dump(
-        include={"import_name", "test_folder", "source_root", "protected_files", "pytest", "timeouts"})
-    payload = "\0".join([
-        image, trees.digest(code), json.dumps(evaluation, sort_keys=True), trees.digest(HARNESS_DIR), network,
-        str(repeat), run_limits(chain, size).model_dump_json(), str(test_workers(chain, size)),
-    ])
+        include={"import_name", "test_folder", "source_root", "protected_files", "pytest", "timeouts"}
+    )
+    payload = "\0".join(
+        [
+            image,
+            trees.digest(code),
+            json.dumps(evaluation, sort_keys=True),
+            trees.digest(HARNESS_DIR),
+            network,
+            str(repeat),
+            run_limits(chain, size).model_dump_json(),
+            str(test_workers(chain, size)),
+        ]
+    )
     return state_home() / "gold-runs" / chain.id / f"{hashlib.sha256(payload.encode()).hexdigest()}.json"
 
 
@@ -252,8 +276,11 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
     kept_at = []
     for job in jobs:
         tests_of, code_of, network = job
-        kept_at.append(gold_run_path(chain, images.versions[tests_of], sources.materialize(chain, code_of).code,
-                                     network, seen[job], size))
+        kept_at.append(
+            gold_run_path(
+                chain, images.versions[tests_of], sources.materialize(chain, code_of).code, network, seen[job], size
+            )
+        )
         seen[job] += 1
     kept = {n: run for n, path in enumerate(kept_at) if not force and (run := kept_gold_run(path)) is not None}
     reused = f" ({len(kept)} kept from an earlier build)" if kept else ""
@@ -269,8 +296,15 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
                 log.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(kept_at[number].with_suffix(".log"), log)
             return kept[number]
-        run = evaluate(sandbox, chain, images.versions[tests_of], sources.materialize(chain, code_of).code, labels,
-                       log=log, network=network)
+        run = evaluate(
+            sandbox,
+            chain,
+            images.versions[tests_of],
+            sources.materialize(chain, code_of).code,
+            labels,
+            log=log,
+            network=network,
+        )
         keep_gold_run(kept_at[number], run, log)
         where = f" (network {network})" if network != "none" else ""
         progress.say(f"oracle {chain.id}: tests of {tests_of} on code of {code_of}{where}: {summary(run)}")
@@ -290,10 +324,14 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
             cross_runs[tests_of] = run
     detected = {v: detected_network_tests(own_runs[v][0], run, probe) for v, run in online_runs.items()}
     network_of = {v: {**detected.get(v, {}), **chain.config.oracle.network_tests(v)} for v in chain.versions}
-    checks = [sanity(chain, v, runs[0], flaky_tests(runs) + sorted(detected.get(v, {}))) for v, runs in own_runs.items()]
-    own_logs = {tests_of: logs / f"{n:03d}-tests-{tests_of}-code-{code_of}.log"
-                for n, (tests_of, code_of, network) in reversed(list(enumerate(jobs)))
-                if tests_of == code_of and network == "none"}
+    checks = [
+        sanity(chain, v, runs[0], flaky_tests(runs) + sorted(detected.get(v, {}))) for v, runs in own_runs.items()
+    ]
+    own_logs = {
+        tests_of: logs / f"{n:03d}-tests-{tests_of}-code-{code_of}.log"
+        for n, (tests_of, code_of, network) in reversed(list(enumerate(jobs)))
+        if tests_of == code_of and network == "none"
+    }
     bad = [c for c in checks if not c.ok]
     if bad:
         first = bad[0]
@@ -309,9 +347,11 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
         if cross_runs[next_].execution_error:
             # Legitimate when the target's environment dropped something the old code imports, but
             # more often a chain whose images differ where the paper's did not: say it out loud.
-            progress.say(f"oracle {chain.id}: step {index}: the old gold ({prev}'s code on {next_}'s tests) did not "
-                         f"run ({cross_runs[next_].execution_error}), so every test passing on new gold counts as "
-                         f"upgrade-related; check its log in {logs}")
+            progress.say(
+                f"oracle {chain.id}: step {index}: the old gold ({prev}'s code on {next_}'s tests) did not "
+                f"run ({cross_runs[next_].execution_error}), so every test passing on new gold counts as "
+                f"upgrade-related; check its log in {logs}"
+            )
         flaky = flaky_tests(new_runs)
         network_reasons = network_of[next_]
         network = sorted(set(network_reasons) & set(new_gold))
@@ -319,15 +359,28 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
         excluded = {t: f"not passing on new gold ({s.value})" for t, s in new_gold.items() if s != Status.passed}
         excluded |= {t: "flaky: its outcome changed between new-gold runs" for t in flaky}
         excluded |= {t: f"needs_network in {next_}: {network_reasons[t]}" for t in network}
-        steps.append(StepOracle(
-            index=index, prev_version=prev, next_version=next_, new_gold=new_gold, old_gold=old_gold,
-            upgrade_related=related, flaky=flaky, needs_network=network, excluded=dict(sorted(excluded.items())),
-            old_gold_collection_errors=sorted(cross_runs[next_].collection_errors),
-            gold_integrity_flags=gold_flags(new_runs),
-        ))
+        steps.append(
+            StepOracle(
+                index=index,
+                prev_version=prev,
+                next_version=next_,
+                new_gold=new_gold,
+                old_gold=old_gold,
+                upgrade_related=related,
+                flaky=flaky,
+                needs_network=network,
+                excluded=dict(sorted(excluded.items())),
+                old_gold_collection_errors=sorted(cross_runs[next_].collection_errors),
+                gold_integrity_flags=gold_flags(new_runs),
+            )
+        )
     oracle = ChainOracle(
-        chain=chain.id, inputs_hash=wanted, versions=chain.versions, environments=images.environments,
-        steps=steps, sanity=checks,
+        chain=chain.id,
+        inputs_hash=wanted,
+        versions=chain.versions,
+        environments=images.environments,
+        steps=steps,
+        sanity=checks,
     )
     store_oracle(path, oracle)
     return oracle
@@ -338,12 +391,14 @@ def summary_rows(oracle: ChainOracle) -> list[dict]:
     rows = []
     for step in oracle.steps:
         scored = scored_universe(step.new_gold, [*step.flaky, *step.needs_network])
-        rows.append({
-            "step": step.index,
-            "upgrade": f"{step.prev_version} -> {step.next_version}",
-            "tests": len(step.new_gold),
-            "upgrade-related": len(step.upgrade_related),
-            "flaky": len(step.flaky),
-            "excluded": len(step.new_gold) - len(scored),
-        })
+        rows.append(
+            {
+                "step": step.index,
+                "upgrade": f"{step.prev_version} -> {step.next_version}",
+                "tests": len(step.new_gold),
+                "upgrade-related": len(step.upgrade_related),
+                "flaky": len(step.flaky),
+                "excluded": len(step.new_gold) - len(scored),
+            }
+        )
     return rows

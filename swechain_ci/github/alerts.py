@@ -12,6 +12,7 @@ def post_alerts(reporter: GitHubReporter, markdown: str, issue: int | None, titl
         target = reporter._call(f"read issue #{issue}", reporter.repo.get_issue, issue)
         comment = reporter._call(f"comment on issue #{issue}", target.create_comment, body)
         return comment.html_url or comment.url
-    created = reporter._call("open an alert issue", reporter.repo.create_issue, title=title or "Leaderboard alerts",
-                             body=body)
+    created = reporter._call(
+        "open an alert issue", reporter.repo.create_issue, title=title or "Leaderboard alerts", body=body
+    )
     return created.html_url or created.url

@@ -25,8 +25,9 @@ RECORDS = ".swechain"
 class RunBranch:
     def __init__(self, repo: Path, branch: str, remote: str | None = None) -> None:
         self.repo, self.branch, self.remote = repo.resolve(), branch, remote
-        found = subprocess.run(["git", "-C", str(self.repo), "rev-parse", "--absolute-git-dir"],
-                               capture_output=True, text=True)
+        found = subprocess.run(
+            ["git", "-C", str(self.repo), "rev-parse", "--absolute-git-dir"], capture_output=True, text=True
+        )
         if found.returncode != 0:
             raise SwechainError(f"--git-repo {repo} is not a git repository")
         self.git_dir = found.stdout.strip()
@@ -34,8 +35,13 @@ class RunBranch:
             self.git("remote", "get-url", remote)
 
     def git(self, *args: str, index: Path | None = None, work_tree: Path | None = None) -> str:
-        env = {**os.environ, "GIT_AUTHOR_NAME": "swechain-ci", "GIT_AUTHOR_EMAIL": "swechain-ci@localhost",
-               "GIT_COMMITTER_NAME": "swechain-ci", "GIT_COMMITTER_EMAIL": "swechain-ci@localhost"}
+        env = {
+            **os.environ,
+            "GIT_AUTHOR_NAME": "swechain-ci",
+            "GIT_AUTHOR_EMAIL": "swechain-ci@localhost",
+            "GIT_COMMITTER_NAME": "swechain-ci",
+            "GIT_COMMITTER_EMAIL": "swechain-ci@localhost",
+        }
         if index:
             env["GIT_INDEX_FILE"] = str(index)
         command = ["git", f"--git-dir={self.git_dir}"] + ([f"--work-tree={work_tree}"] if work_tree else [])

@@ -1,12 +1,12 @@
 """Commands the GitHub workflows call; each also works locally.
 
-    matrix        the agents x chains matrix, as JSON for ``fromJSON``
-    comment       the sticky scorecard comment on a pull request (one per agent)
-    summary       the scorecard in the job summary
-    status        a commit status from a run's outcome
-    leaderboard   leaderboard.json/.md/.png over many runs
-    publish-leaderboard   the leaderboard as a commit on the default branch (rebuilt on a moved head)
-    fetch-branch, push-branch   a run branch from/to the remote, with the job token for that one git call
+matrix        the agents x chains matrix, as JSON for ``fromJSON``
+comment       the sticky scorecard comment on a pull request (one per agent)
+summary       the scorecard in the job summary
+status        a commit status from a run's outcome
+leaderboard   leaderboard.json/.md/.png over many runs
+publish-leaderboard   the leaderboard as a commit on the default branch (rebuilt on a moved head)
+fetch-branch, push-branch   a run branch from/to the remote, with the job token for that one git call
 """
 
 from __future__ import annotations
@@ -86,17 +86,34 @@ def _changed_agents(files: list[str], manifests: dict[str, AgentManifest]) -> li
 
 @ci_app.command("matrix")
 def matrix(
-    files: Annotated[list[str] | None, typer.Argument(
-        metavar="FILE", show_default=False, help="with --changed-manifests: changed files (paths, or one space/comma-separated list)")] = None,
+    files: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="FILE",
+            show_default=False,
+            help="with --changed-manifests: changed files (paths, or one space/comma-separated list)",
+        ),
+    ] = None,
     agents: Annotated[list[str] | None, typer.Option(help="only these agents (repeat, or comma-separate)")] = None,
     chains: Annotated[list[str] | None, typer.Option(help="only these chains (repeat, or comma-separate)")] = None,
-    exclude_builtin: Annotated[bool, typer.Option("--exclude-builtin", help="leave out the built-in agents (oracle, noop)")] = False,
-    runnable_only: Annotated[bool, typer.Option(
-        "--runnable-only",
-        help="leave out agents the runner does not grant all their env variables (SWECHAIN_SECRET_<AGENT>__<NAME>), "
-             "and chains whose default level is missing")] = False,
-    changed_manifests: Annotated[bool, typer.Option(
-        "--changed-manifests", help="only the agents whose manifests (or their Dockerfiles) are among FILE...; none given, none chosen")] = False,
+    exclude_builtin: Annotated[
+        bool, typer.Option("--exclude-builtin", help="leave out the built-in agents (oracle, noop)")
+    ] = False,
+    runnable_only: Annotated[
+        bool,
+        typer.Option(
+            "--runnable-only",
+            help="leave out agents the runner does not grant all their env variables (SWECHAIN_SECRET_<AGENT>__<NAME>), "
+            "and chains whose default level is missing",
+        ),
+    ] = False,
+    changed_manifests: Annotated[
+        bool,
+        typer.Option(
+            "--changed-manifests",
+            help="only the agents whose manifests (or their Dockerfiles) are among FILE...; none given, none chosen",
+        ),
+    ] = False,
 ) -> None:
     """Print {"include": [{"agent": ..., "chain": ...}, ...]} for a workflow's strategy.matrix (fromJSON)."""
     from swechain_ci.agents import BUILTIN_NAMES
@@ -154,7 +171,9 @@ def _specified(chain_id: str) -> bool:
     level = chain.config.default_spec_level
     if level in levels_available(chain):
         return True
-    _note(f"note: chain {chain_id} left out: its default level {level} is missing; {producing_command(chain, level)} writes it")
+    _note(
+        f"note: chain {chain_id} left out: its default level {level} is missing; {producing_command(chain, level)} writes it"
+    )
     return False
 
 
@@ -193,10 +212,15 @@ def comment(
     run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="runs' results folders")],
     pr: Annotated[int, typer.Option("--pr", min=1, help="pull request number")],
     artifact_url: Annotated[str | None, typer.Option(help="where the full results are (linked if cut)")] = None,
-    agents: Annotated[list[str] | None, typer.Option(
-        help="only scorecards of these agents (the PR's changed manifests); others are refused, never posted")] = None,
-    status_sha: Annotated[str | None, typer.Option(
-        help="also set a status swechain-ci/smoke/<agent> on this commit (the PR's head)")] = None,
+    agents: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="only scorecards of these agents (the PR's changed manifests); others are refused, never posted"
+        ),
+    ] = None,
+    status_sha: Annotated[
+        str | None, typer.Option(help="also set a status swechain-ci/smoke/<agent> on this commit (the PR's head)")
+    ] = None,
 ) -> None:
     """Create or update the sticky scorecard comment, one per agent, on a pull request.
 
@@ -211,8 +235,10 @@ def comment(
     for run_dir in run_dirs:
         card = _scorecard(run_dir)
         if allowed is not None and card.agent not in allowed:
-            _note(f"note: {run_dir} is a scorecard of agent {card.agent!r}, not one of the changed manifests "
-                  f"({', '.join(sorted(allowed)) or 'none'}): refused, not posted")
+            _note(
+                f"note: {run_dir} is a scorecard of agent {card.agent!r}, not one of the changed manifests "
+                f"({', '.join(sorted(allowed)) or 'none'}): refused, not posted"
+            )
             continue
         by_agent.setdefault(card.agent, []).append(card)
     with GitHubReporter.from_env() as reporter:
@@ -222,15 +248,19 @@ def comment(
             if artifact_url:
                 body += f"\nFull results: [the run's artifact]({artifact_url}).\n"
             comment_id, created = reporter.upsert_comment(pr, agent, body, artifact_url)
-            typer.echo(f"{'created' if created else 'updated'} comment {comment_id} for agent {agent} "
-                       f"on pull request #{pr} ({len(cards)} chain{'s' if len(cards) != 1 else ''})")
+            typer.echo(
+                f"{'created' if created else 'updated'} comment {comment_id} for agent {agent} "
+                f"on pull request #{pr} ({len(cards)} chain{'s' if len(cards) != 1 else ''})"
+            )
             if status_sha:
                 stopped = [c for c in cards if c.stop_reason]
                 state = "failure" if stopped else "success"
-                text = "; ".join(f"{c.chain}: {c.stop_reason}" for c in stopped) or \
-                    "; ".join(f"{c.chain}: B+F resolving {_percent(c.build_fix.resolving)}" for c in cards)
-                reporter.set_commit_status(status_sha, state, text, context=f"swechain-ci/smoke/{agent}",
-                                           target_url=artifact_url)
+                text = "; ".join(f"{c.chain}: {c.stop_reason}" for c in stopped) or "; ".join(
+                    f"{c.chain}: B+F resolving {_percent(c.build_fix.resolving)}" for c in cards
+                )
+                reporter.set_commit_status(
+                    status_sha, state, text, context=f"swechain-ci/smoke/{agent}", target_url=artifact_url
+                )
 
 
 @ci_app.command("summary")
@@ -253,8 +283,10 @@ def status_for(run: RunRecord, card: Scorecard | None) -> tuple[str, str]:
     if card is None:
         scores = "no scorecard"
     else:
-        scores = (f"B+F resolving {_percent(card.build_fix.resolving)}, precision {_percent(card.build_fix.precision)}"
-                  f" ({card.steps_scored}/{card.steps_total} steps)")
+        scores = (
+            f"B+F resolving {_percent(card.build_fix.resolving)}, precision {_percent(card.build_fix.precision)}"
+            f" ({card.steps_scored}/{card.steps_total} steps)"
+        )
         if card.integrity.status == "flagged":
             scores += f"; integrity flagged ({len(card.integrity.flags)}), not ranked"
     if run.status == "stopped":
@@ -293,14 +325,14 @@ def continue_run(
     inputs: Annotated[list[str] | None, typer.Option("--input", help="KEY=VALUE, repeatable")] = None,
 ) -> None:
     """Dispatch the next job of a run that paused after its step budget; nothing if it ended."""
-    from swechain_ci.github.reporting import GitHubReporter
-
-    from swechain_ci.github.reporting import write_job_summary
+    from swechain_ci.github.reporting import GitHubReporter, write_job_summary
 
     run = _run_record(run_dir)
     if run.status == "paused":  # an infrastructure failure: retrying at once would meet it again
-        typer.echo(f"run {run.run_id} is paused by an infrastructure failure; not continued automatically: "
-                   f"dispatch {workflow} again with the same run id once the provider recovers")
+        typer.echo(
+            f"run {run.run_id} is paused by an infrastructure failure; not continued automatically: "
+            f"dispatch {workflow} again with the same run id once the provider recovers"
+        )
         return
     if run.status != "running":
         said = f"run {run.run_id} is {run.status}; nothing to continue"
@@ -348,26 +380,40 @@ def render_validation(checks: list, refused: int) -> str:
     from swechain_ci.markdown import block, cell
 
     failed = [c for c in checks if not c.ok]
-    lines = ["## Agent manifest validation", "",
-             f"{len(checks) - len(failed)} of {len(checks)} manifests valid." if checks else "No agent manifest changed.", ""]
+    lines = [
+        "## Agent manifest validation",
+        "",
+        f"{len(checks) - len(failed)} of {len(checks)} manifests valid." if checks else "No agent manifest changed.",
+        "",
+    ]
     if checks:
         lines += ["| manifest | changed file | agent | result |", "|---|---|---|---|"]
-        lines += [f"| {cell(c.file, 120)} | {cell(c.because, 120)} | {cell(c.agent) if c.agent else ''} | "
-                  f"{'valid' if c.ok else '**invalid**'} |" for c in checks]
+        lines += [
+            f"| {cell(c.file, 120)} | {cell(c.because, 120)} | {cell(c.agent) if c.agent else ''} | "
+            f"{'valid' if c.ok else '**invalid**'} |"
+            for c in checks
+        ]
         lines.append("")
     for c in failed:
         lines += [f"Problem in {cell(c.file, 120)}:", "", block(c.error or "no message", 2000), ""]
     if refused:
-        lines += [f"{refused} finding(s) in the validation artifact named files this pull request does not change: "
-                  "left out.", ""]
-    lines += ["A maintainer starts a smoke run of the changed agents on the toy chain with a `/smoke` comment "
-              "(`CONTRIBUTING.md`).", ""]
+        lines += [
+            f"{refused} finding(s) in the validation artifact named files this pull request does not change: left out.",
+            "",
+        ]
+    lines += [
+        "A maintainer starts a smoke run of the changed agents on the toy chain with a `/smoke` comment "
+        "(`CONTRIBUTING.md`).",
+        "",
+    ]
     return "\n".join(lines)
 
 
 @ci_app.command("validation-comment")
 def validation_comment(
-    report: Annotated[Path, typer.Argument(help="the validation job's report (ValidationReport JSON; an artifact, untrusted)")],
+    report: Annotated[
+        Path, typer.Argument(help="the validation job's report (ValidationReport JSON; an artifact, untrusted)")
+    ],
     head_sha: Annotated[str, typer.Option(help="workflow_run.head_sha")],
     head_repo: Annotated[str, typer.Option(help="workflow_run.head_repository.full_name")],
     target_url: Annotated[str | None, typer.Option(help="link from the status, e.g. the validation run")] = None,
@@ -387,14 +433,18 @@ def validation_comment(
             return
         found = read_model(report, ValidationReport)
         changed = set(reporter.pull_files(pr))
-        checks = [c for c in found.checks if c.because in changed
-                  and (c.agent is None or c.file == f"agents/{c.agent}.yaml")]
+        checks = [
+            c for c in found.checks if c.because in changed and (c.agent is None or c.file == f"agents/{c.agent}.yaml")
+        ]
         refused = len(found.checks) - len(checks)
         comment_id, created = reporter.upsert_comment(pr, VALIDATION_KEY, render_validation(checks, refused))
         failed = [c for c in checks if not c.ok]
         state = "failure" if failed else "success"
-        description = (f"{len(failed)} invalid: " + "; ".join(c.error or "" for c in failed)) if failed \
+        description = (
+            (f"{len(failed)} invalid: " + "; ".join(c.error or "" for c in failed))
+            if failed
             else f"{len(checks)} manifests valid"
+        )
         reporter.set_commit_status(head_sha, state, description, context="swechain-ci/validate", target_url=target_url)
     typer.echo(f"{'created' if created else 'updated'} comment {comment_id} on pull request #{pr}; status {state}")
 
@@ -449,14 +499,17 @@ def smoke_plan(
     with GitHubReporter.from_env() as reporter:
         permission = reporter.permission(actor)
         if permission not in ("admin", "maintain", "write"):
-            raise SwechainError(f"{actor} has {permission} permission on {reporter.config.repository}: "
-                                "only maintainers with write access start smoke runs")
+            raise SwechainError(
+                f"{actor} has {permission} permission on {reporter.config.repository}: "
+                "only maintainers with write access start smoke runs"
+            )
         sha, head_repo = reporter.pull_head(pr)
         try:
             agents = _smoke_agents(reporter, reporter.pull_files(pr), sha)
             if not agents:
-                raise SwechainError(f"pull request #{pr} changes no agent manifest nor a Dockerfile one names: "
-                                    "nothing to smoke")
+                raise SwechainError(
+                    f"pull request #{pr} changes no agent manifest nor a Dockerfile one names: nothing to smoke"
+                )
             folder = output / "agents"
             folder.mkdir(parents=True, exist_ok=True)
             for name in agents:
@@ -469,20 +522,26 @@ def smoke_plan(
                 dockerfile = manifest.install.dockerfile
                 if dockerfile:
                     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", dockerfile):
-                        raise SwechainError(f"agents/{name}.yaml: install.dockerfile {dockerfile!r} must be a file "
-                                            "name in agents/ (no folders)")
+                        raise SwechainError(
+                            f"agents/{name}.yaml: install.dockerfile {dockerfile!r} must be a file "
+                            "name in agents/ (no folders)"
+                        )
                     recipe = reporter.file_at(f"agents/{dockerfile}", sha)
                     if recipe is None:
-                        raise SwechainError(f"agents/{name}.yaml names install.dockerfile {dockerfile}, which does "
-                                            f"not exist at {sha[:12]}")
+                        raise SwechainError(
+                            f"agents/{name}.yaml names install.dockerfile {dockerfile}, which does "
+                            f"not exist at {sha[:12]}"
+                        )
                     (folder / dockerfile).write_bytes(recipe[:100_000])
         except SwechainError as exc:
             reporter.upsert_comment(pr, SMOKE_KEY, "## Smoke run not started\n\n" + block(str(exc), 2000) + "\n")
             reporter.set_commit_status(sha, "failure", f"smoke run not started: {exc}", context="swechain-ci/smoke")
             raise
     include = [{"agent": a, "chain": c} for a in agents for c in chosen_chains]
-    typer.echo(f"pr={pr}\nhead_sha={sha}\nhead_repo={head_repo}\nagents={','.join(agents)}\n"
-               f"matrix={json.dumps({'include': include}, separators=(',', ':'))}")
+    typer.echo(
+        f"pr={pr}\nhead_sha={sha}\nhead_repo={head_repo}\nagents={','.join(agents)}\n"
+        f"matrix={json.dumps({'include': include}, separators=(',', ':'))}"
+    )
 
 
 @ci_app.command("publish-leaderboard")
@@ -492,7 +551,9 @@ def publish_leaderboard_command(
     remote: Annotated[str, typer.Option(help="the remote to push to")] = "origin",
     folder: Annotated[str, typer.Option(help="folder in the branch for leaderboard.json/.md/.png")] = "reports",
     repo: Annotated[Path, typer.Option(help="a clone of the repository (only its object store is used)")] = Path("."),
-    week: Annotated[str | None, typer.Option(help="ISO week of the history snapshot (FOLDER/history/WEEK.json); default this week")] = None,
+    week: Annotated[
+        str | None, typer.Option(help="ISO week of the history snapshot (FOLDER/history/WEEK.json); default this week")
+    ] = None,
 ) -> None:
     """Commit the leaderboard onto the remote branch's current head and push; nothing if its content is unchanged.
 
@@ -505,8 +566,11 @@ def publish_leaderboard_command(
 
     board = build_leaderboard(runs_dirs)
     commit = publish_leaderboard(board, repo, remote, branch, folder, week=check_week(week) if week else this_week())
-    outcome = (f"Published to `{branch}` as {commit[:12]}." if commit
-               else f"Unchanged: `{branch}` already holds this leaderboard; nothing committed.")
+    outcome = (
+        f"Published to `{branch}` as {commit[:12]}."
+        if commit
+        else f"Unchanged: `{branch}` already holds this leaderboard; nothing committed."
+    )
     write_job_summary(render_markdown(board) + "\n" + outcome + "\n")
     typer.echo(f"leaderboard {'published: ' + commit if commit else 'unchanged'}")
 

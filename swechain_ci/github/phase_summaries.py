@@ -63,8 +63,14 @@ def step_table(record: StepRecord, finished: bool) -> str:
     rows = []
     for name, phase in phases:
         tally = category_tally(phase.categories)
-        rows.append([name, *metric_cells(step_metrics(phase.counts)), *(tally.get(c, 0) for c in Category),
-                     "yes" if phase.execution_error else "no"])
+        rows.append(
+            [
+                name,
+                *metric_cells(step_metrics(phase.counts)),
+                *(tally.get(c, 0) for c in Category),
+                "yes" if phase.execution_error else "no",
+            ]
+        )
     headers = ["", "resolving %", "precision %", "F1 %", "TP/FN/FP", *(c.value for c in Category), "execution error"]
     return tabulate(rows, headers=headers, tablefmt="github")
 
@@ -75,8 +81,9 @@ def chain_totals(output: Path) -> str:
         return "No step is finished yet."
     card = read_model(path, Scorecard)
     rows = [["Build", *metric_cells(card.build)], ["Build+Fix", *metric_cells(card.build_fix)]]
-    return (f"Chain totals after {card.steps_scored} of {card.steps_total} steps:\n\n"
-            + tabulate(rows, headers=["", "resolving %", "precision %", "F1 %", "TP/FN/FP"], tablefmt="github"))
+    return f"Chain totals after {card.steps_scored} of {card.steps_total} steps:\n\n" + tabulate(
+        rows, headers=["", "resolving %", "precision %", "F1 %", "TP/FN/FP"], tablefmt="github"
+    )
 
 
 def phase_summary(output: Path, step: int, phase: str) -> str:
@@ -87,15 +94,25 @@ def phase_summary(output: Path, step: int, phase: str) -> str:
     title = f"## Step {step} ({folder.name.split('-', 1)[1].replace('-', ' → ', 1)}): {phase}"
     if phase == "build":
         record = read_model(folder / "agent-build.json", AgentPhaseRecord)
-        return "\n\n".join([title, agent_table(record), "The agent's last words:", fenced(record.agent.detail[-2000:])]) + "\n"
+        return (
+            "\n\n".join([title, agent_table(record), "The agent's last words:", fenced(record.agent.detail[-2000:])])
+            + "\n"
+        )
     finished = (folder / "step.json").is_file()
     step_record = read_model(folder / ("step.json" if finished else "evaluate.json"), StepRecord)
     if phase == "evaluate":
-        verdict = ("The Build has an execution error: the one Fix is granted." if step_record.fix_report and not finished
-                   else "No Fix: the step is finished.")
+        verdict = (
+            "The Build has an execution error: the one Fix is granted."
+            if step_record.fix_report and not finished
+            else "No Fix: the step is finished."
+        )
         return "\n\n".join([title, step_table(step_record, finished), verdict, chain_totals(output)]) + "\n"
     if phase == "evaluate-fix":
         return "\n\n".join([title, step_table(step_record, finished), chain_totals(output)]) + "\n"
     fix = read_model(folder / "agent-fix.json", AgentPhaseRecord)
-    return "\n\n".join([title, "The Fix report the agent answered:", fenced(step_record.fix_report or ""),
-                        agent_table(fix)]) + "\n"
+    return (
+        "\n\n".join(
+            [title, "The Fix report the agent answered:", fenced(step_record.fix_report or ""), agent_table(fix)]
+        )
+        + "\n"
+    )

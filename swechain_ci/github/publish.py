@@ -27,8 +27,12 @@ from swechain_ci.errors import SwechainError
 from swechain_ci.scoring.leaderboard import Leaderboard, render_markdown, render_png
 
 DEFAULT_SERVER_URL = "https://github.com"
-PUBLISH_IDENTITY = {"GIT_AUTHOR_NAME": "swechain-ci", "GIT_AUTHOR_EMAIL": "swechain-ci@users.noreply.github.com",
-                    "GIT_COMMITTER_NAME": "swechain-ci", "GIT_COMMITTER_EMAIL": "swechain-ci@users.noreply.github.com"}
+PUBLISH_IDENTITY = {
+    "GIT_AUTHOR_NAME": "swechain-ci",
+    "GIT_AUTHOR_EMAIL": "swechain-ci@users.noreply.github.com",
+    "GIT_COMMITTER_NAME": "swechain-ci",
+    "GIT_COMMITTER_EMAIL": "swechain-ci@users.noreply.github.com",
+}
 
 
 def token_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -40,12 +44,20 @@ def token_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     server = (environ.get("GITHUB_SERVER_URL") or DEFAULT_SERVER_URL).rstrip("/")
     basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
     count = int(environ.get("GIT_CONFIG_COUNT") or 0)
-    return {"GIT_CONFIG_COUNT": str(count + 1), f"GIT_CONFIG_KEY_{count}": f"http.{server}/.extraheader",
-            f"GIT_CONFIG_VALUE_{count}": f"AUTHORIZATION: basic {basic}"}
+    return {
+        "GIT_CONFIG_COUNT": str(count + 1),
+        f"GIT_CONFIG_KEY_{count}": f"http.{server}/.extraheader",
+        f"GIT_CONFIG_VALUE_{count}": f"AUTHORIZATION: basic {basic}",
+    }
 
 
-def git(repo: Path, *args: str, extra_env: Mapping[str, str] | None = None, check: bool = True,
-        input_bytes: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+def git(
+    repo: Path,
+    *args: str,
+    extra_env: Mapping[str, str] | None = None,
+    check: bool = True,
+    input_bytes: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, **(extra_env or {})}
     result = subprocess.run(["git", "-C", str(repo), *args], env=env, capture_output=True, input=input_bytes)
     if check and result.returncode != 0:
@@ -95,13 +107,21 @@ def _commit_files(repo: Path, parent: str, files: dict[str, bytes], message: str
             blob = git(repo, "hash-object", "-w", "--stdin", input_bytes=data).stdout.decode().strip()
             git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", extra_env=index_env)
         tree = git(repo, "write-tree", extra_env=index_env).stdout.decode().strip()
-    return git(repo, "commit-tree", tree, "-p", parent, "-m", message,
-               extra_env=PUBLISH_IDENTITY).stdout.decode().strip()
+    return (
+        git(repo, "commit-tree", tree, "-p", parent, "-m", message, extra_env=PUBLISH_IDENTITY).stdout.decode().strip()
+    )
 
 
-def publish_leaderboard(board: Leaderboard, repo: Path, remote: str, branch: str, folder: str = "reports",
-                        message: str = "Leaderboard: weekly refresh", attempts: int = 5,
-                        week: str | None = None) -> str | None:
+def publish_leaderboard(
+    board: Leaderboard,
+    repo: Path,
+    remote: str,
+    branch: str,
+    folder: str = "reports",
+    message: str = "Leaderboard: weekly refresh",
+    attempts: int = 5,
+    week: str | None = None,
+) -> str | None:
     """Commit leaderboard.json/.md/.png under ``folder`` on top of ``remote``'s ``branch`` and push it,
     with the leaderboard also kept as ``week``'s history snapshot (``folder/history/<week>.json``) if given.
 
@@ -110,9 +130,11 @@ def publish_leaderboard(board: Leaderboard, repo: Path, remote: str, branch: str
     """
     auth = token_env()
     folder = folder.strip("/")
-    files = {f"{folder}/leaderboard.json": (board.model_dump_json(indent=2) + "\n").encode(),
-             f"{folder}/leaderboard.md": render_markdown(board).encode(),
-             f"{folder}/leaderboard.png": render_png(board)}
+    files = {
+        f"{folder}/leaderboard.json": (board.model_dump_json(indent=2) + "\n").encode(),
+        f"{folder}/leaderboard.md": render_markdown(board).encode(),
+        f"{folder}/leaderboard.png": render_png(board),
+    }
     snapshot = f"{folder}/history/{week}.json" if week else None
     if snapshot:
         files[snapshot] = files[f"{folder}/leaderboard.json"]
@@ -134,5 +156,6 @@ def publish_leaderboard(board: Leaderboard, repo: Path, remote: str, branch: str
         if "rejected" not in reason and "non-fast-forward" not in reason and "fetch first" not in reason:
             raise SwechainError(f"pushing the leaderboard to {remote} {branch} failed: {reason[-300:]}")
         progress.say(f"{branch} moved while publishing (attempt {attempt} of {attempts}): building on its new head")
-    raise SwechainError(f"{branch} kept moving: the leaderboard was not published after {attempts} attempts; "
-                        "run the workflow again")
+    raise SwechainError(
+        f"{branch} kept moving: the leaderboard was not published after {attempts} attempts; run the workflow again"
+    )

@@ -85,13 +85,18 @@ def fit_comment(text: str, artifact_url: str | None = None, limit: int = COMMENT
     """``text`` if it fits in ``limit`` characters, else its first whole lines and a note linking the full results."""
     if len(text) <= limit:
         return text
-    where = (f"the full results are in [the run's artifact]({artifact_url})" if artifact_url
-             else "the full results are in the run's artifact (scorecard.md)")
+    where = (
+        f"the full results are in [the run's artifact]({artifact_url})"
+        if artifact_url
+        else "the full results are in the run's artifact (scorecard.md)"
+    )
     total = text.count("\n") + 1
 
     def note(shown: int) -> str:
-        return (f"\n\n**Truncated** to fit GitHub's {limit:,}-character comment limit "
-                f"(first {shown} of {total} lines shown); {where}.\n")
+        return (
+            f"\n\n**Truncated** to fit GitHub's {limit:,}-character comment limit "
+            f"(first {shown} of {total} lines shown); {where}.\n"
+        )
 
     budget = limit - len(note(total))
     cut = text.rfind("\n", 0, budget + 1)
@@ -120,8 +125,10 @@ def write_job_summary(markdown: str, limit: int = SUMMARY_LIMIT) -> Path | None:
     used = path.stat().st_size if path.exists() else 0
     data = (markdown if markdown.endswith("\n") else markdown + "\n").encode()
     if used + len(data) > limit:
-        note = (f"\n> **Truncated:** GitHub keeps at most {limit / 2**20:g} MiB of job summary per step; "
-                "the full scorecard is in the run's artifact (scorecard.md).\n").encode()
+        note = (
+            f"\n> **Truncated:** GitHub keeps at most {limit / 2**20:g} MiB of job summary per step; "
+            "the full scorecard is in the run's artifact (scorecard.md).\n"
+        ).encode()
         budget = limit - used - len(note)
         if budget < 0:
             print(f"{path} already holds {used:,} bytes: no room left in the job summary", file=sys.stderr)
@@ -154,15 +161,20 @@ def write_outputs(values: dict[str, str]) -> Path | None:
 def _describe(exc: GithubException, action: str, config: GitHubConfig) -> str:
     data = exc.data if isinstance(exc.data, dict) else {}
     message = data.get("message") or str(exc.data or "") or "no message"
-    details = [e.get("message") or f"{e.get('field')}: {e.get('code')}" for e in data.get("errors") or []
-               if isinstance(e, dict)]
+    details = [
+        e.get("message") or f"{e.get('field')}: {e.get('code')}"
+        for e in data.get("errors") or []
+        if isinstance(e, dict)
+    ]
     text = f"GitHub refused to {action}: {exc.status} {message}" + (f" ({'; '.join(details)})" if details else "")
     hint = {
         401: "check GITHUB_TOKEN (wrong or expired token)",
-        403: ("the token lacks permission: give the workflow `permissions: pull-requests: write, statuses: write` "
-              "(pull requests from forks get a read-only token)"),
+        403: (
+            "the token lacks permission: give the workflow `permissions: pull-requests: write, statuses: write` "
+            "(pull requests from forks get a read-only token)"
+        ),
         404: f"check GITHUB_REPOSITORY ({config.repository}), the number or SHA given, GITHUB_API_URL "
-             f"({config.api_url}), and that the token can see the repository",
+        f"({config.api_url}), and that the token can see the repository",
     }.get(exc.status or 0)
     return text + (f": {hint}" if hint else "")
 
@@ -173,8 +185,9 @@ class GitHubReporter:
 
     def __init__(self, config: GitHubConfig, comment_author: str | None = None, **client_options: Any) -> None:
         self.config = config
-        self.client = github.Github(base_url=config.api_url, auth=github.Auth.Token(config.token), lazy=True,
-                                    **client_options)
+        self.client = github.Github(
+            base_url=config.api_url, auth=github.Auth.Token(config.token), lazy=True, **client_options
+        )
         self._author = comment_author
 
     @classmethod
@@ -220,8 +233,10 @@ class GitHubReporter:
                     raise SwechainError(_describe(exc, "tell whose token this is (GET /user)", self.config)) from None
                 self._author = ACTIONS_BOT
             except requests.RequestException as exc:
-                raise SwechainError(f"cannot reach the GitHub API at {self.config.api_url} ({type(exc).__name__}): "
-                                    "check GITHUB_API_URL and the network") from None
+                raise SwechainError(
+                    f"cannot reach the GitHub API at {self.config.api_url} ({type(exc).__name__}): "
+                    "check GITHUB_API_URL and the network"
+                ) from None
             finally:
                 retry_log.setLevel(level)
         return self._author
@@ -240,7 +255,9 @@ class GitHubReporter:
 
         return self._call(f"list the comments of pull request #{pr_number}", scan)
 
-    def upsert_comment(self, pr_number: int, agent: str, body: str, artifact_url: str | None = None) -> tuple[int, bool]:
+    def upsert_comment(
+        self, pr_number: int, agent: str, body: str, artifact_url: str | None = None
+    ) -> tuple[int, bool]:
         """Edit the agent's sticky comment in place, or create it; returns (comment id, created)."""
         text = fit_comment(f"{marker(agent)}\n{body}", artifact_url)
         existing = self.find_comment(pr_number, agent)
@@ -251,8 +268,9 @@ class GitHubReporter:
         self._call(f"edit comment {existing.id} on pull request #{pr_number}", existing.edit, text)
         return existing.id, False
 
-    def set_commit_status(self, sha: str, state: str, description: str, context: str = "swechain-ci",
-                          target_url: str | None = None) -> int:
+    def set_commit_status(
+        self, sha: str, state: str, description: str, context: str = "swechain-ci", target_url: str | None = None
+    ) -> int:
         """Post a commit status; returns its id. ``description`` is cut to 140 characters."""
         if state not in STATES:
             raise SwechainError(f"commit status state {state!r}: use one of {', '.join(STATES)}")
@@ -268,7 +286,6 @@ class GitHubReporter:
         status = self._call(f"set the commit status of {sha[:12]}", commit.create_status, state, **options)
         return status.id
 
-
     def dispatch_workflow(self, workflow: str, ref: str, inputs: dict[str, str]) -> None:
         """Start ``workflow`` (its file name) on ``ref`` with ``inputs``: how a chain run continues itself."""
         found = self._call(f"find workflow {workflow}", self.repo.get_workflow, workflow)
@@ -276,11 +293,11 @@ class GitHubReporter:
         if started is False:
             raise SwechainError(f"GitHub refused to dispatch {workflow} on {ref}: check the ref and the inputs")
 
-
     # -- pull requests, read through the API (never from an artifact) -------------------------------
 
     def pull_for_head(self, head_sha: str, head_repository: str) -> int | None:
         """The open pull request whose head is ``head_sha`` in ``head_repository`` (owner/name), if exactly one."""
+
         def scan() -> list[int]:
             found = []
             for pull in self.repo.get_pulls(state="open"):
@@ -301,11 +318,14 @@ class GitHubReporter:
 
     def pull_files(self, number: int) -> list[str]:
         """The paths a pull request changes."""
-        return self._call(f"list the files of pull request #{number}",
-                          lambda: [f.filename for f in self.repo.get_pull(number).get_files()])
+        return self._call(
+            f"list the files of pull request #{number}",
+            lambda: [f.filename for f in self.repo.get_pull(number).get_files()],
+        )
 
     def file_at(self, path: str, sha: str, repository: str | None = None) -> bytes | None:
         """A file's bytes at a commit (of ``repository``, default ours), or None if it does not exist there."""
+
         def read() -> bytes | None:
             repo = self.client.get_repo(repository) if repository else self.repo
             try:
@@ -320,6 +340,7 @@ class GitHubReporter:
 
     def names_at(self, folder: str, sha: str, repository: str | None = None) -> list[str]:
         """The file names in a folder at a commit (empty if there is no such folder)."""
+
         def read() -> list[str]:
             repo = self.client.get_repo(repository) if repository else self.repo
             try:
@@ -345,7 +366,8 @@ def upsert_comment(pr_number: int, agent: str, body: str, artifact_url: str | No
         return reporter.upsert_comment(pr_number, agent, body, artifact_url)
 
 
-def set_commit_status(sha: str, state: str, description: str, context: str = "swechain-ci",
-                      target_url: str | None = None) -> int:
+def set_commit_status(
+    sha: str, state: str, description: str, context: str = "swechain-ci", target_url: str | None = None
+) -> int:
     with GitHubReporter.from_env() as reporter:
         return reporter.set_commit_status(sha, state, description, context, target_url)

@@ -41,6 +41,7 @@ LABELS = {
     FailureMode.other: "other",
 }
 
+
 @dataclass(frozen=True)
 class Rule:
     """One way to recognise a mode: ``pattern`` searched in the evidence ``field`` (see ``evidence``)."""
@@ -65,15 +66,26 @@ RULES: tuple[Rule, ...] = (
     # a test module whose own import fails on a missing module or name
     Rule(FailureMode.missing_name, "collection", _re(r"^(ImportError|ModuleNotFoundError)\b")),
     Rule(FailureMode.collection, "collection", _re(r".")),
-    Rule(FailureMode.missing_name, "message",
-         _re(r"^(ImportError|ModuleNotFoundError|NameError)\b|^AttributeError: (?!'NoneType').*has no attribute")),
+    Rule(
+        FailureMode.missing_name,
+        "message",
+        _re(r"^(ImportError|ModuleNotFoundError|NameError)\b|^AttributeError: (?!'NoneType').*has no attribute"),
+    ),
     # a name the harness bound to None after a failed `from X import Y` in the test file
-    Rule(FailureMode.missing_name, "message",
-         _re(r"'NoneType' object (is not callable|is not subscriptable|is not iterable|has no attribute)"),
-         also=("failed_imports", _re(r"."))),
-    Rule(FailureMode.wrong_signature, "message",
-         _re(r"^TypeError: .*(unexpected keyword argument|positional arguments? but|missing \d+ required"
-             r"|takes no (keyword )?arguments|required keyword-only|multiple values for argument)")),
+    Rule(
+        FailureMode.missing_name,
+        "message",
+        _re(r"'NoneType' object (is not callable|is not subscriptable|is not iterable|has no attribute)"),
+        also=("failed_imports", _re(r".")),
+    ),
+    Rule(
+        FailureMode.wrong_signature,
+        "message",
+        _re(
+            r"^TypeError: .*(unexpected keyword argument|positional arguments? but|missing \d+ required"
+            r"|takes no (keyword )?arguments|required keyword-only|multiple values for argument)"
+        ),
+    ),
     Rule(FailureMode.wrong_exception, "message", _re(r"^Failed: DID NOT RAISE")),
     Rule(FailureMode.assertion, "message", _re(r"^(AssertionError\b|assert\b|Failed: )")),
     # any other exception escaping the test: not the one it expects (or none at all)

@@ -53,9 +53,13 @@ def error_messages(run: TestRun) -> list[str]:
 
 
 def build_report(run: TestRun) -> str:
-    sections = ["# Hidden-test check: execution errors", "",
-                "Your change was checked against hidden tests, which hit execution-level errors.",
-                "Fix them. This is your only fix attempt.", ""]
+    sections = [
+        "# Hidden-test check: execution errors",
+        "",
+        "Your change was checked against hidden tests, which hit execution-level errors.",
+        "Fix them. This is your only fix attempt.",
+        "",
+    ]
     if run.execution_error:
         sections += ["## The test run itself failed", "", normalise(run.execution_error[:EXECUTION_ERROR_CHARS]), ""]
         if run.output_tail:

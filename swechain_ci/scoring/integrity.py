@@ -24,7 +24,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import Field
@@ -61,15 +61,13 @@ def listing(what: str, tests: list[str]) -> str:
     return text + ", ".join(shown)
 
 
-def skipped_tests(
-    universe: Iterable[str], old_gold: Mapping[str, Status], outcomes: Mapping[str, Status]
-) -> list[str]:
+def skipped_tests(universe: Iterable[str], old_gold: Mapping[str, Status], outcomes: Mapping[str, Status]) -> list[str]:
     """Tests that pass on new gold but are not scoreable in ``outcomes``; tests that the
     old code also skipped are the tests' own doing, not the candidate's."""
     return sorted(
-        t for t in universe
-        if outcomes.get(t) is not None and outcomes[t] not in SCOREABLE
-        and old_gold.get(t, Status.passed) in SCOREABLE
+        t
+        for t in universe
+        if outcomes.get(t) is not None and outcomes[t] not in SCOREABLE and old_gold.get(t, Status.passed) in SCOREABLE
     )
 
 
@@ -88,8 +86,9 @@ def package_failed_to_import(run: TestRun | None, import_name: str | None) -> st
         if ours and not MISSING_NAME.match(record.error):
             return f"{record.test_file}: importing {record.module} raised {record.error}"
     if import_name:
-        frame = re.compile(rf"^(?!/)(\S+/)?{re.escape(import_name.replace('.', '/'))}(/\S*)?(\.py)?:\d+: in <module>$",
-                           re.MULTILINE)
+        frame = re.compile(
+            rf"^(?!/)(\S+/)?{re.escape(import_name.replace('.', '/'))}(/\S*)?(\.py)?:\d+: in <module>$", re.MULTILINE
+        )
         for collector, text in run.collection_errors.items():
             if frame.search(text):
                 last = text.strip().splitlines()[-1] if text.strip() else ""
@@ -112,9 +111,13 @@ def prev_import_flag(
     if cause is None or package_failed_to_import(final_run(previous), import_name) is not None:
         return None
     return IntegrityFlag(
-        kind=PREV_IMPORT_FAILURE, step=index, phase="prev",
-        detail=(f"the code of step {previous.index} imported under {previous.next_version}'s tests but not under "
-                f"{next_version}'s; prev is scored as old gold. {cause}")[:DETAIL_CHARS],
+        kind=PREV_IMPORT_FAILURE,
+        step=index,
+        phase="prev",
+        detail=(
+            f"the code of step {previous.index} imported under {previous.next_version}'s tests but not under "
+            f"{next_version}'s; prev is scored as old gold. {cause}"
+        )[:DETAIL_CHARS],
     )
 
 
@@ -147,10 +150,14 @@ def step_flags(step: StepRecord, previous: StepRecord | None, import_name: str |
     for phase, outcomes in phases:
         skipped = skipped_tests(universe, step.old_gold, outcomes)
         if skipped:
-            flags.append(IntegrityFlag(
-                kind=SKIPPED_ON_CANDIDATE, step=step.index, phase=phase,
-                detail=listing("tests pass on new gold but are skipped or xfailed here, out of scoring", skipped),
-            ))
+            flags.append(
+                IntegrityFlag(
+                    kind=SKIPPED_ON_CANDIDATE,
+                    step=step.index,
+                    phase=phase,
+                    detail=listing("tests pass on new gold but are skipped or xfailed here, out of scoring", skipped),
+                )
+            )
     return flags
 
 
@@ -192,8 +199,9 @@ def integrity_of(flags: list[IntegrityFlag], clearance: Clearance | None) -> Int
     if not flags:
         return Integrity()
     if clearance is not None and clearance.flags_sha256 == flags_digest(flags):
-        return Integrity(status="cleared", flags=flags, cleared_by=clearance.cleared_by,
-                         cleared_reason=clearance.reason)
+        return Integrity(
+            status="cleared", flags=flags, cleared_by=clearance.cleared_by, cleared_reason=clearance.reason
+        )
     return Integrity(status="flagged", flags=flags)
 
 
@@ -209,8 +217,11 @@ def clear(output: Path, flags: list[IntegrityFlag], by: str, reason: str) -> Cle
     if not by.strip() or not reason.strip():
         raise SwechainError("a clearing needs --by (who) and --reason (why), both non-empty")
     clearance = Clearance(
-        cleared_by=by.strip(), reason=reason.strip(), flags_sha256=flags_digest(flags), flags=len(flags),
-        cleared_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        cleared_by=by.strip(),
+        reason=reason.strip(),
+        flags_sha256=flags_digest(flags),
+        flags=len(flags),
+        cleared_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     )
     write_model(output / CLEARANCE_FILE, clearance)
     return clearance

@@ -22,7 +22,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -135,8 +135,11 @@ def _mean(values: Iterable[float | None]) -> Mean:
 
 
 def _phase(metrics: Sequence[Metrics]) -> PhaseMeans:
-    return PhaseMeans(resolving=_mean(m.resolving for m in metrics), precision=_mean(m.precision for m in metrics),
-                      f1=_mean(m.f1 for m in metrics))
+    return PhaseMeans(
+        resolving=_mean(m.resolving for m in metrics),
+        precision=_mean(m.precision for m in metrics),
+        f1=_mean(m.f1 for m in metrics),
+    )
 
 
 def _cost(card: Scorecard) -> tuple[float | None, int]:
@@ -159,8 +162,10 @@ def _entrant(card: Scorecard) -> str:
 def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) -> Leaderboard:
     paths = find_scorecards(folders)
     if not paths:
-        raise SwechainError(f"no scorecard.json under {', '.join(str(f) for f in folders)}: "
-                            "point at the folders that hold the runs (or their downloaded artifacts)")
+        raise SwechainError(
+            f"no scorecard.json under {', '.join(str(f) for f in folders)}: "
+            "point at the folders that hold the runs (or their downloaded artifacts)"
+        )
     cards = [(p, read_model(p, Scorecard)) for p in paths]
     if spec_level is not None:
         cards = [(p, c) for p, c in cards if c.spec_level == spec_level]
@@ -172,8 +177,11 @@ def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) ->
     for path, card in sorted(cards, key=lambda pc: (pc[0].stat().st_mtime_ns, str(pc[0]))):
         groups.setdefault((_entrant(card), card.chain), []).append((path, card))
     latest = {key: group[-1] for key, group in groups.items()}
-    superseded = [Superseded(agent=agent, chain=chain, kept=str(group[-1][0]), dropped=str(path))
-                  for (agent, chain), group in groups.items() for path, _ in group[:-1]]
+    superseded = [
+        Superseded(agent=agent, chain=chain, kept=str(group[-1][0]), dropped=str(path))
+        for (agent, chain), group in groups.items()
+        for path, _ in group[:-1]
+    ]
 
     by_agent: dict[str, list[tuple[Path, Scorecard]]] = {}
     for (agent, _), pair in sorted(latest.items()):
@@ -186,13 +194,22 @@ def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) ->
             cost, _ = _cost(card)
             ranked = card.ranking
             result = ChainResult(
-                chain=card.chain, step_range=card.step_range, spec_level=card.spec_level,
-                steps_scored=card.steps_scored, steps_total=card.steps_total, stop_reason=card.stop_reason,
-                build=card.build, build_fix=card.build_fix,
+                chain=card.chain,
+                step_range=card.step_range,
+                spec_level=card.spec_level,
+                steps_scored=card.steps_scored,
+                steps_total=card.steps_total,
+                stop_reason=card.stop_reason,
+                build=card.build,
+                build_fix=card.build_fix,
                 ranking_build=ranked.build if ranked else card.build,
                 ranking_build_fix=ranked.build_fix if ranked else card.build_fix,
-                integrity=card.integrity.status, flags=len(card.integrity.flags), cost_usd=cost, usage=card.usage,
-                scorecard=str(path), oracle_hash=card.oracle_hash,
+                integrity=card.integrity.status,
+                flags=len(card.integrity.flags),
+                cost_usd=cost,
+                usage=card.usage,
+                scorecard=str(path),
+                oracle_hash=card.oracle_hash,
             )
             if result.integrity == "flagged":
                 flagged.append(FlaggedRun(agent=agent, result=result))
@@ -203,22 +220,35 @@ def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) ->
         counted = [card for path, card in pairs if card.integrity.status != "flagged"]
         costs = [_cost(card) for card in counted]
         cost_steps = sum(n for _, n in costs)
-        rows.append(AgentRow(
-            rank=0, agent=agent, chains=[r.chain for r in results],
-            steps_scored=sum(r.steps_scored for r in results), steps_total=sum(r.steps_total for r in results),
-            cost_usd=math.fsum(c for c, _ in costs if c is not None) if cost_steps else None, cost_steps=cost_steps,
-            usage=Usage.total([r.usage for r in results if r.usage is not None]),
-            build=_phase([r.build for r in results]), build_fix=_phase([r.build_fix for r in results]),
-            ranking_build=_phase([r.ranking_build for r in results]),
-            ranking_build_fix=_phase([r.ranking_build_fix for r in results]),
-            results=results,
-        ))
+        rows.append(
+            AgentRow(
+                rank=0,
+                agent=agent,
+                chains=[r.chain for r in results],
+                steps_scored=sum(r.steps_scored for r in results),
+                steps_total=sum(r.steps_total for r in results),
+                cost_usd=math.fsum(c for c, _ in costs if c is not None) if cost_steps else None,
+                cost_steps=cost_steps,
+                usage=Usage.total([r.usage for r in results if r.usage is not None]),
+                build=_phase([r.build for r in results]),
+                build_fix=_phase([r.build_fix for r in results]),
+                ranking_build=_phase([r.ranking_build for r in results]),
+                ranking_build_fix=_phase([r.ranking_build_fix for r in results]),
+                results=results,
+            )
+        )
     rows.sort(key=_rank_key)
     for rank, row in enumerate(rows, 1):
         row.rank = rank
     superseded.sort(key=lambda s: (s.agent, s.chain, s.dropped))
-    return Leaderboard(generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), spec_level=spec_level,
-                       scorecards=len(cards), rows=rows, flagged=flagged, superseded=superseded)
+    return Leaderboard(
+        generated_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        spec_level=spec_level,
+        scorecards=len(cards),
+        rows=rows,
+        flagged=flagged,
+        superseded=superseded,
+    )
 
 
 # -- rendering ----------------------------------------------------------------------------------
@@ -245,31 +275,65 @@ def _usage_cells(usage: Usage | None) -> list[str]:
 
 
 def render_markdown(board: Leaderboard) -> str:
-    headers = ["rank", "agent", "chains", "steps scored", "ranked B+F F1 %", "ranked B+F resolving %",
-               "B+F resolving %", "B+F precision %", "B+F F1 %", "B resolving %", "B precision %", "B F1 %", "turns",
-               "tokens in/out", "cost $"]
+    headers = [
+        "rank",
+        "agent",
+        "chains",
+        "steps scored",
+        "ranked B+F F1 %",
+        "ranked B+F resolving %",
+        "B+F resolving %",
+        "B+F precision %",
+        "B+F F1 %",
+        "B resolving %",
+        "B precision %",
+        "B F1 %",
+        "turns",
+        "tokens in/out",
+        "cost $",
+    ]
     table = []
     for row in board.rows:
         n = len(row.chains)
         cleared = sum(r.integrity == "cleared" for r in row.results)
-        table.append([row.rank, cell(row.agent, 80) + (f" (cleared: {cleared})" if cleared else ""), n,
-                      f"{row.steps_scored}/{row.steps_total}",
-                      _cell(row.ranking_build_fix.f1, n), _cell(row.ranking_build_fix.resolving, n),
-                      *(_cell(getattr(row.build_fix, m), n) for m in ("resolving", "precision", "f1")),
-                      *(_cell(getattr(row.build, m), n) for m in ("resolving", "precision", "f1")),
-                      *_usage_cells(row.usage), _cost_cell(row)])
-    per_chain = [[cell(row.agent, 80), cell(r.chain, 80), cell(r.spec_level, 40), cell(r.step_range, 40),
-                  f"{r.steps_scored}/{r.steps_total}",
-                  *(("n/a" if v is None else f"{100 * v:.1f}") for v in
-                    (r.build_fix.resolving, r.build_fix.precision, r.build_fix.f1)),
-                  r.integrity, cell(r.stop_reason, 300) if r.stop_reason else ""]
-                 for row in board.rows for r in row.results]
+        table.append(
+            [
+                row.rank,
+                cell(row.agent, 80) + (f" (cleared: {cleared})" if cleared else ""),
+                n,
+                f"{row.steps_scored}/{row.steps_total}",
+                _cell(row.ranking_build_fix.f1, n),
+                _cell(row.ranking_build_fix.resolving, n),
+                *(_cell(getattr(row.build_fix, m), n) for m in ("resolving", "precision", "f1")),
+                *(_cell(getattr(row.build, m), n) for m in ("resolving", "precision", "f1")),
+                *_usage_cells(row.usage),
+                _cost_cell(row),
+            ]
+        )
+    per_chain = [
+        [
+            cell(row.agent, 80),
+            cell(r.chain, 80),
+            cell(r.spec_level, 40),
+            cell(r.step_range, 40),
+            f"{r.steps_scored}/{r.steps_total}",
+            *(
+                ("n/a" if v is None else f"{100 * v:.1f}")
+                for v in (r.build_fix.resolving, r.build_fix.precision, r.build_fix.f1)
+            ),
+            r.integrity,
+            cell(r.stop_reason, 300) if r.stop_reason else "",
+        ]
+        for row in board.rows
+        for r in row.results
+    ]
     ref = PAPER_REFERENCE
     lines = [
         "# Leaderboard",
         "",
         f"{len(board.rows)} agents, {board.scorecards} scorecards"
-        + (f", specification level {board.spec_level}" if board.spec_level else "") + ". "
+        + (f", specification level {board.spec_level}" if board.spec_level else "")
+        + ". "
         "Each score is the plain mean over the agent's chains of that chain's value "
         "(F1: the mean of the chains' F1s); ranked by the ranked Build+Fix F1, where a run's steps that were "
         "never scored count their upgrade-related tests as unresolved (the other columns are the paper's figures "
@@ -282,25 +346,52 @@ def render_markdown(board: Leaderboard) -> str:
         "",
         "## Per chain",
         "",
-        tabulate(per_chain, headers=["agent", "chain", "level", "steps", "scored", "B+F resolving %",
-                                     "B+F precision %", "B+F F1 %", "integrity", "stopped"], tablefmt="github",
-                 disable_numparse=True),
+        tabulate(
+            per_chain,
+            headers=[
+                "agent",
+                "chain",
+                "level",
+                "steps",
+                "scored",
+                "B+F resolving %",
+                "B+F precision %",
+                "B+F F1 %",
+                "integrity",
+                "stopped",
+            ],
+            tablefmt="github",
+            disable_numparse=True,
+        ),
         "",
     ]
     if board.flagged:
-        lines += ["## Flagged runs (not ranked)", "",
-                  "Integrity findings mark these runs; a maintainer reviews them and clears them with "
-                  "`swechain-ci integrity clear RUN_DIR --by NAME --reason TEXT`, or not:", ""]
-        lines += [f"- **⚠ flagged** {inline(f.agent, 80)} on {inline(f.result.chain, 80)} steps {inline(f.result.step_range, 40)} "
-                  f"({f.result.flags} finding(s)): B+F F1 "
-                  f"{'n/a' if f.result.build_fix.f1 is None else f'{100 * f.result.build_fix.f1:.1f}'}%, "
-                  f"{inline(f.result.scorecard, 300)}" for f in board.flagged]
+        lines += [
+            "## Flagged runs (not ranked)",
+            "",
+            "Integrity findings mark these runs; a maintainer reviews them and clears them with "
+            "`swechain-ci integrity clear RUN_DIR --by NAME --reason TEXT`, or not:",
+            "",
+        ]
+        lines += [
+            f"- **⚠ flagged** {inline(f.agent, 80)} on {inline(f.result.chain, 80)} steps {inline(f.result.step_range, 40)} "
+            f"({f.result.flags} finding(s)): B+F F1 "
+            f"{'n/a' if f.result.build_fix.f1 is None else f'{100 * f.result.build_fix.f1:.1f}'}%, "
+            f"{inline(f.result.scorecard, 300)}"
+            for f in board.flagged
+        ]
         lines.append("")
     if board.superseded:
-        lines += ["## Superseded scorecards", "",
-                  "An agent with several scorecards for one chain counts only the latest (file modification time):", ""]
-        lines += [f"- {inline(s.agent, 80)} on {inline(s.chain, 80)}: kept {inline(s.kept)}, left out {inline(s.dropped)}"
-                  for s in board.superseded]
+        lines += [
+            "## Superseded scorecards",
+            "",
+            "An agent with several scorecards for one chain counts only the latest (file modification time):",
+            "",
+        ]
+        lines += [
+            f"- {inline(s.agent, 80)} on {inline(s.chain, 80)}: kept {inline(s.kept)}, left out {inline(s.dropped)}"
+            for s in board.superseded
+        ]
         lines.append("")
     lines += [
         f"[^paper]: For reference, the SWE-Chain paper reports a Build+Fix mean over its {ref['configurations']} "
@@ -329,7 +420,9 @@ def render_png(board: Leaderboard) -> bytes:
         heights = [0.0 if v is None else 100 * v for v in values]
         bars = ax.bar(xs, heights, width, label="F1" if metric == "f1" else metric, color=color)
         ax.bar_label(bars, labels=["n/a" if v is None else f"{100 * v:.1f}" for v in values], fontsize=7, padding=2)
-    ax.set_xticks(range(len(agents)), agents, rotation=20 if len(agents) > 4 else 0, ha="right" if len(agents) > 4 else "center")
+    ax.set_xticks(
+        range(len(agents)), agents, rotation=20 if len(agents) > 4 else 0, ha="right" if len(agents) > 4 else "center"
+    )
     ax.set_ylim(0, 118)
     ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("percent (mean over chains)")

@@ -24,11 +24,15 @@ def integrity_lines(integrity: Integrity) -> list[str]:
     if integrity.status == "clean":
         return ["Integrity: clean.", ""]
     if integrity.status == "cleared":
-        head = (f"Integrity: **cleared** by {inline(integrity.cleared_by, 100)} ({inline(integrity.cleared_reason, 300)}); "
-                f"{len(integrity.flags)} finding(s):")
+        head = (
+            f"Integrity: **cleared** by {inline(integrity.cleared_by, 100)} ({inline(integrity.cleared_reason, 300)}); "
+            f"{len(integrity.flags)} finding(s):"
+        )
     else:
-        head = (f"Integrity: **⚠ flagged**, {len(integrity.flags)} finding(s); not ranked until a maintainer "
-                "clears it (`swechain-ci integrity clear`):")
+        head = (
+            f"Integrity: **⚠ flagged**, {len(integrity.flags)} finding(s); not ranked until a maintainer "
+            "clears it (`swechain-ci integrity clear`):"
+        )
     lines = [head, ""]
     for flag in integrity.flags:
         where = f"step {flag.step} {flag.phase or ''}".strip() if flag.step is not None else "run"
@@ -56,10 +60,14 @@ def tokens(value: int | None) -> str:
 
 def usage_cells(usage: Usage | None) -> list[str]:
     """Turns, and tokens as input/output/cache (cache reads + writes); blank when not reported."""
-    if usage is None or usage.turns is None and usage.input_tokens is None:
+    if usage is None or (usage.turns is None and usage.input_tokens is None):
         return ["", ""]
     cache = None if usage.cache_read_tokens is None else usage.cache_read_tokens + (usage.cache_write_tokens or 0)
-    shown = "" if usage.input_tokens is None else f"{tokens(usage.input_tokens)}/{tokens(usage.output_tokens)}/{tokens(cache)}"
+    shown = (
+        ""
+        if usage.input_tokens is None
+        else f"{tokens(usage.input_tokens)}/{tokens(usage.output_tokens)}/{tokens(cache)}"
+    )
     return ["" if usage.turns is None else str(usage.turns), shown]
 
 
@@ -69,14 +77,36 @@ def usage_sentence(usage: Usage | None) -> str:
 
 
 def render(card: Scorecard) -> str:
-    headers = ["step", "upgrade", "related", "fix", "agent",
-               "B res%", "B prec%", "B F1%", "B TP/FN/FP",
-               "B+F res%", "B+F prec%", "B+F F1%", "B+F TP/FN/FP", "turns", "tokens in/out/cache", "cost $"]
+    headers = [
+        "step",
+        "upgrade",
+        "related",
+        "fix",
+        "agent",
+        "B res%",
+        "B prec%",
+        "B F1%",
+        "B TP/FN/FP",
+        "B+F res%",
+        "B+F prec%",
+        "B+F F1%",
+        "B+F TP/FN/FP",
+        "turns",
+        "tokens in/out/cache",
+        "cost $",
+    ]
     rows = [
-        [s.index, f"{cell(s.prev_version, 40)} → {cell(s.next_version, 40)}", s.upgrade_related,
-         "yes" if s.fix_ran else "", cell(s.agent_status, 40), *metric_cells(s.build), *metric_cells(s.build_fix),
-         *usage_cells(s.usage),
-         "" if s.cost_usd is None else f"{s.cost_usd:.2f}"]
+        [
+            s.index,
+            f"{cell(s.prev_version, 40)} → {cell(s.next_version, 40)}",
+            s.upgrade_related,
+            "yes" if s.fix_ran else "",
+            cell(s.agent_status, 40),
+            *metric_cells(s.build),
+            *metric_cells(s.build_fix),
+            *usage_cells(s.usage),
+            "" if s.cost_usd is None else f"{s.cost_usd:.2f}",
+        ]
         for s in card.steps
     ]
     totals = [["chain", "Build", *metric_cells(card.build)], ["chain", "Build+Fix", *metric_cells(card.build_fix)]]
@@ -85,10 +115,14 @@ def render(card: Scorecard) -> str:
         "",
         f"Steps {inline(card.step_range, 40)}; specification level {inline(card.spec_level, 40)}; "
         f"{card.steps_scored} of {card.steps_total} steps scored"
-        + (f"; {'paused' if card.status == 'paused' else 'stopped'}: {inline(card.stop_reason, 500)}"
-           if card.stop_reason else "")
+        + (
+            f"; {'paused' if card.status == 'paused' else 'stopped'}: {inline(card.stop_reason, 500)}"
+            if card.stop_reason
+            else ""
+        )
         + (f"; agent cost ${card.cost_usd:.2f}" if card.cost_usd is not None else "")
-        + usage_sentence(card.usage) + ".",
+        + usage_sentence(card.usage)
+        + ".",
         "",
         *integrity_lines(card.integrity),
         tabulate(totals, headers=["", "phase", "resolving %", "precision %", "F1 %", "TP/FN/FP"], tablefmt="github"),

@@ -9,7 +9,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from swechain_ci.evaluation.outcomes import scored_universe
-from swechain_ci.scoring import failure_modes
 from swechain_ci.models import (
     SCOREABLE,
     Category,
@@ -27,6 +26,7 @@ from swechain_ci.models import (
     TestRun,
     Usage,
 )
+from swechain_ci.scoring import failure_modes
 from swechain_ci.scoring.integrity import Clearance, integrity_of, prev_for_scoring, run_flags
 
 
@@ -150,8 +150,12 @@ def score_step(step: StepRecord, flags: list[IntegrityFlag] | None = None) -> tu
 def plan(steps: Iterable[StepOracle]) -> list[PlannedStep]:
     """A run's range, each step with the upgrade-related tests it is scored on."""
     return [
-        PlannedStep(index=s.index, prev_version=s.prev_version, next_version=s.next_version,
-                    upgrade_related=len(set(s.upgrade_related) & scored_universe(s.new_gold, [*s.flaky, *s.needs_network])))
+        PlannedStep(
+            index=s.index,
+            prev_version=s.prev_version,
+            next_version=s.next_version,
+            upgrade_related=len(set(s.upgrade_related) & scored_universe(s.new_gold, [*s.flaky, *s.needs_network])),
+        )
         for s in steps
     ]
 

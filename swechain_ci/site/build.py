@@ -30,10 +30,17 @@ from swechain_ci.site.plots import Series, line_plot
 HERE = Path(__file__).parent
 MAX_COPIED_BYTES = 1 << 20  # per linked file; the rest is cut with a note
 MAX_LISTED_FAILURES = 200  # per step on a run page
-STEP_FILES = {"build.diff": "build diff", "fix.diff": "fix diff", "fix_report.md": "Fix report",
-              "logs/agent-build.log": "agent log (build)", "logs/agent-fix.log": "agent log (fix)",
-              "logs/tests-build.log": "test log (build)", "logs/tests-fix.log": "test log (fix)",
-              "logs/trajectory-build.jsonl": "trajectory (build)", "logs/trajectory-fix.jsonl": "trajectory (fix)"}
+STEP_FILES = {
+    "build.diff": "build diff",
+    "fix.diff": "fix diff",
+    "fix_report.md": "Fix report",
+    "logs/agent-build.log": "agent log (build)",
+    "logs/agent-fix.log": "agent log (fix)",
+    "logs/tests-build.log": "test log (build)",
+    "logs/tests-fix.log": "test log (fix)",
+    "logs/trajectory-build.jsonl": "trajectory (build)",
+    "logs/trajectory-fix.jsonl": "trajectory (fix)",
+}
 
 
 def _slug(text: str) -> str:
@@ -103,8 +110,12 @@ def _passing_rate(record: StepRecord) -> float | None:
     return sum(final.outcomes.get(t) == Status.passed for t in universe) / len(universe) if universe else None
 
 
-def load_run(folder: Path, card: Scorecard, site: Path, summarize: Callable[[StepRecord, dict], str | None] | None,
-             ) -> RunView:
+def load_run(
+    folder: Path,
+    card: Scorecard,
+    site: Path,
+    summarize: Callable[[StepRecord, dict], str | None] | None,
+) -> RunView:
     run = read_model(folder / "run.json", RunRecord)
     page = run_page_name(card.agent, card.chain)
     files_dir = page.removesuffix(".html")
@@ -114,20 +125,30 @@ def load_run(folder: Path, card: Scorecard, site: Path, summarize: Callable[[Ste
     for score in card.steps:
         tp, fn = tp + score.build_fix.tp, fn + score.build_fix.fn
         tp_b, fn_b = tp_b + score.build.tp, fn_b + score.build.fn
-        view = StepView(index=score.index, upgrade=f"{score.prev_version} → {score.next_version}", score=score,
-                        passing=None, cumulative_resolving=tp / (tp + fn) if tp + fn else None,
-                        cumulative_resolving_build=tp_b / (tp_b + fn_b) if tp_b + fn_b else None)
+        view = StepView(
+            index=score.index,
+            upgrade=f"{score.prev_version} → {score.next_version}",
+            score=score,
+            passing=None,
+            cumulative_resolving=tp / (tp + fn) if tp + fn else None,
+            cumulative_resolving_build=tp_b / (tp_b + fn_b) if tp_b + fn_b else None,
+        )
         if score.index in records:
             step_dir, record = records[score.index]
             view.passing = _passing_rate(record)
             final = record.fix or record.build
             modes = classify_phase(final.run, final.categories)
             listed = list(modes.items())
-            view.failures = [(test, LABELS[mode], (final.run.error_messages.get(test) or "").strip()[:300])
-                             for test, mode in listed[:MAX_LISTED_FAILURES]]
+            view.failures = [
+                (test, LABELS[mode], (final.run.error_messages.get(test) or "").strip()[:300])
+                for test, mode in listed[:MAX_LISTED_FAILURES]
+            ]
             view.failures_cut = max(0, len(listed) - MAX_LISTED_FAILURES)
-            logs = [f"logs/{p.name}" for p in sorted((step_dir / "logs").glob("*")) if p.is_file()
-                    and p.suffix in (".log", ".jsonl")]
+            logs = [
+                f"logs/{p.name}"
+                for p in sorted((step_dir / "logs").glob("*"))
+                if p.is_file() and p.suffix in (".log", ".jsonl")
+            ]
             names = [n for n in STEP_FILES if (step_dir / n).is_file()]
             names += [n for n in logs if n not in STEP_FILES]
             for name in names:
@@ -138,12 +159,17 @@ def load_run(folder: Path, card: Scorecard, site: Path, summarize: Callable[[Ste
                 view.summary = summarize(record, {LABELS[m]: n for m, n in tally(modes).items() if n})
         steps.append(view)
     labels = [str(s.index) for s in steps]
-    plot = line_plot(f"{card.agent} on {card.chain}: Build+Fix per step", labels, [
-        # Build first, so that Build+Fix draws over it where the two agree
-        Series("cumulative resolving (Build)", [s.cumulative_resolving_build for s in steps], dashed=True),
-        Series("cumulative resolving (Build+Fix)", [s.cumulative_resolving for s in steps]),
-        Series("passing rate (Build+Fix)", [s.passing for s in steps]),
-    ], css_class="plot trajectory")
+    plot = line_plot(
+        f"{card.agent} on {card.chain}: Build+Fix per step",
+        labels,
+        [
+            # Build first, so that Build+Fix draws over it where the two agree
+            Series("cumulative resolving (Build)", [s.cumulative_resolving_build for s in steps], dashed=True),
+            Series("cumulative resolving (Build+Fix)", [s.cumulative_resolving for s in steps]),
+            Series("passing rate (Build+Fix)", [s.passing for s in steps]),
+        ],
+        css_class="plot trajectory",
+    )
     return RunView(run=run, card=card, folder=folder, page=page, steps=steps, plot=plot)
 
 
@@ -169,8 +195,12 @@ def trends(history: Sequence[tuple[str, Leaderboard]]) -> list[ChainTrend]:
     found = []
     for chain in sorted(per_chain):
         rows = sorted(per_chain[chain].items())
-        plot = line_plot(f"Build+Fix F1 on {chain}, by week", weeks, [Series(agent, values) for agent, values in rows],
-                         css_class="plot trend")
+        plot = line_plot(
+            f"Build+Fix F1 on {chain}, by week",
+            weeks,
+            [Series(agent, values) for agent, values in rows],
+            css_class="plot trend",
+        )
         found.append(ChainTrend(chain=chain, weeks=weeks, rows=rows, plot=plot))
     return found
 
@@ -179,8 +209,13 @@ def trends(history: Sequence[tuple[str, Leaderboard]]) -> list[ChainTrend]:
 
 
 def _environment() -> Environment:
-    env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=FileSystemLoader(HERE / "templates"),
+        autoescape=select_autoescape(default=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters.update(percent=percent, money=money)
     env.globals.update(BASELINES=set(BUILTIN_NAMES), MODES=list(FailureMode), LABELS=LABELS)
     return env
@@ -198,8 +233,13 @@ def _worst_integrity(results: Sequence[ChainResult]) -> str | None:
     return None
 
 
-def build_site(output: Path, board: Leaderboard, history: Sequence[tuple[str, Leaderboard]], week: str,
-               summarize: Callable[[StepRecord, dict], str | None] | None = None) -> list[Path]:
+def build_site(
+    output: Path,
+    board: Leaderboard,
+    history: Sequence[tuple[str, Leaderboard]],
+    week: str,
+    summarize: Callable[[StepRecord, dict], str | None] | None = None,
+) -> list[Path]:
     """Write the site into ``output`` (which must be empty or absent); returns the pages written."""
     if output.exists() and any(output.iterdir()):
         raise SwechainError(f"{output} is not empty: give a new folder for the site (it is rebuilt whole)")
@@ -215,14 +255,23 @@ def build_site(output: Path, board: Leaderboard, history: Sequence[tuple[str, Le
     if not history or history[-1][0] != week:
         history = [*history, (week, board)]
     chains = _chains(board)
-    per_chain = {chain: sorted(((row, r) for row in board.rows for r in row.results if r.chain == chain),
-                               key=lambda pair: (pair[1].build_fix.f1 is None, -(pair[1].build_fix.f1 or 0.0),
-                                                 pair[0].agent))
-                 for chain in chains}
+    per_chain = {
+        chain: sorted(
+            ((row, r) for row in board.rows for r in row.results if r.chain == chain),
+            key=lambda pair: (pair[1].build_fix.f1 is None, -(pair[1].build_fix.f1 or 0.0), pair[0].agent),
+        )
+        for chain in chains
+    }
     pages: dict[str, str] = {
         "index.html": env.get_template("index.html").render(
-            board=board, week=week, chains=chains, per_chain=per_chain, runs=runs,
-            worst_integrity=_worst_integrity, root=""),
+            board=board,
+            week=week,
+            chains=chains,
+            per_chain=per_chain,
+            runs=runs,
+            worst_integrity=_worst_integrity,
+            root="",
+        ),
         "trend.html": env.get_template("trend.html").render(trends=trends(history), week=week, root=""),
     }
     for view in runs.values():

@@ -9,7 +9,7 @@ tested on recorded history.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -31,7 +31,7 @@ def week_of(moment: datetime) -> str:
 
 
 def this_week() -> str:
-    return week_of(datetime.now(timezone.utc))
+    return week_of(datetime.now(UTC))
 
 
 def check_week(week: str) -> str:
@@ -73,7 +73,9 @@ class Alert(BaseModel):
     previous_week: str
     current_week: str
     detail: str = ""
-    runs: list[str] = Field(default_factory=list, description="scorecards to look at: the previous week's, then this week's")
+    runs: list[str] = Field(
+        default_factory=list, description="scorecards to look at: the previous week's, then this week's"
+    )
 
     @property
     def drop(self) -> float | None:
@@ -95,8 +97,9 @@ def _oracles(board: Leaderboard) -> dict[str, set[str]]:
     return found
 
 
-def regressions(previous: tuple[str, Leaderboard], current: tuple[str, Leaderboard],
-                threshold: float = DEFAULT_THRESHOLD) -> list[Alert]:
+def regressions(
+    previous: tuple[str, Leaderboard], current: tuple[str, Leaderboard], threshold: float = DEFAULT_THRESHOLD
+) -> list[Alert]:
     """Oracle changes per chain, then each agent's chain Build+Fix F1 or resolving that fell by more
     than ``threshold`` (a fraction: 0.05 is five points). A value undefined in either week is not compared."""
     (old_week, old), (new_week, new) = previous, current
@@ -104,12 +107,18 @@ def regressions(previous: tuple[str, Leaderboard], current: tuple[str, Leaderboa
     old_oracles, new_oracles = _oracles(old), _oracles(new)
     for chain in sorted(set(old_oracles) & set(new_oracles)):
         if old_oracles[chain] != new_oracles[chain]:
-            alerts.append(Alert(
-                kind="oracle_changed", chain=chain, previous_week=old_week, current_week=new_week,
-                detail=f"oracle {', '.join(sorted(h[:12] for h in old_oracles[chain]))} -> "
-                       f"{', '.join(sorted(h[:12] for h in new_oracles[chain]))}: scores on this chain are not "
-                       "comparable across the two weeks",
-                runs=sorted(r.scorecard for (a, c), r in _results(new).items() if c == chain)))
+            alerts.append(
+                Alert(
+                    kind="oracle_changed",
+                    chain=chain,
+                    previous_week=old_week,
+                    current_week=new_week,
+                    detail=f"oracle {', '.join(sorted(h[:12] for h in old_oracles[chain]))} -> "
+                    f"{', '.join(sorted(h[:12] for h in new_oracles[chain]))}: scores on this chain are not "
+                    "comparable across the two weeks",
+                    runs=sorted(r.scorecard for (a, c), r in _results(new).items() if c == chain),
+                )
+            )
     before, after = _results(old), _results(new)
     for key in sorted(set(before) & set(after)):
         agent, chain = key
@@ -117,9 +126,19 @@ def regressions(previous: tuple[str, Leaderboard], current: tuple[str, Leaderboa
             was, now = getattr(before[key].build_fix, metric), getattr(after[key].build_fix, metric)
             if was is None or now is None or was - now <= threshold:
                 continue
-            alerts.append(Alert(kind="regression", chain=chain, agent=agent, metric=metric, previous=was, current=now,
-                                previous_week=old_week, current_week=new_week,
-                                runs=[before[key].scorecard, after[key].scorecard]))
+            alerts.append(
+                Alert(
+                    kind="regression",
+                    chain=chain,
+                    agent=agent,
+                    metric=metric,
+                    previous=was,
+                    current=now,
+                    previous_week=old_week,
+                    current_week=new_week,
+                    runs=[before[key].scorecard, after[key].scorecard],
+                )
+            )
     return alerts
 
 
@@ -127,23 +146,32 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
-def render_alerts(alerts: list[Alert], threshold: float, site_url: str | None = None,
-                  workflow_url: str | None = None) -> str:
+def render_alerts(
+    alerts: list[Alert], threshold: float, site_url: str | None = None, workflow_url: str | None = None
+) -> str:
     """Markdown for the job summary and the issue: what dropped, by how much, and which runs to open.
     Agent and chain names are untrusted: shown as code spans only."""
     if not alerts:
         return ""
-    lines = [f"## Leaderboard alerts ({len(alerts)})", "",
-             f"Compared with the previous week's snapshot; threshold {100 * threshold:g} points of chain "
-             "Build+Fix F1 or resolving." + (f" This week's runs: {plain(workflow_url)}" if workflow_url else ""), ""]
+    lines = [
+        f"## Leaderboard alerts ({len(alerts)})",
+        "",
+        f"Compared with the previous week's snapshot; threshold {100 * threshold:g} points of chain "
+        "Build+Fix F1 or resolving." + (f" This week's runs: {plain(workflow_url)}" if workflow_url else ""),
+        "",
+    ]
     for a in alerts:
         if a.kind == "oracle_changed":
-            lines.append(f"- **Oracle changed** on chain {inline(a.chain)} ({a.previous_week} → {a.current_week}): "
-                         f"{plain(a.detail)}.")
+            lines.append(
+                f"- **Oracle changed** on chain {inline(a.chain)} ({a.previous_week} → {a.current_week}): "
+                f"{plain(a.detail)}."
+            )
         else:
-            lines.append(f"- {inline(a.agent)} on {inline(a.chain)}: Build+Fix {'F1' if a.metric == 'f1' else 'resolving'} "
-                         f"{_pct(a.previous)} → {_pct(a.current)} (−{100 * (a.drop or 0):.1f} points, "
-                         f"{a.previous_week} → {a.current_week}).")
+            lines.append(
+                f"- {inline(a.agent)} on {inline(a.chain)}: Build+Fix {'F1' if a.metric == 'f1' else 'resolving'} "
+                f"{_pct(a.previous)} → {_pct(a.current)} (−{100 * (a.drop or 0):.1f} points, "
+                f"{a.previous_week} → {a.current_week})."
+            )
             if site_url:
                 lines.append(f"  - run page: {plain(site_url).rstrip('/')}/{run_page_name(a.agent or '', a.chain)}")
         lines += [f"  - look at {inline(run, limit=300)}" for run in a.runs]

@@ -18,8 +18,15 @@ class Series:
     dashed: bool = False
 
 
-def line_plot(title: str, x_labels: Sequence[str], series: Sequence[Series], *, css_class: str = "plot",
-              width: int = 640, height: int = 300) -> Markup:
+def line_plot(
+    title: str,
+    x_labels: Sequence[str],
+    series: Sequence[Series],
+    *,
+    css_class: str = "plot",
+    width: int = 640,
+    height: int = 300,
+) -> Markup:
     """A percent-scale line plot; one polyline per series, points where values exist, a legend below."""
     left, right, top, bottom = 48, 16, 28, 44
     legend_rows = len(series)
@@ -33,10 +40,12 @@ def line_plot(title: str, x_labels: Sequence[str], series: Sequence[Series], *, 
     def y(v: float) -> float:
         return top + plot_h * (1 - v)
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="{escape(css_class)}" role="img" '
-             f'viewBox="0 0 {width} {full_height}" width="{width}" height="{full_height}">',
-             f"<title>{escape(title)}</title>",
-             f'<text x="{width / 2:.0f}" y="16" text-anchor="middle" class="plot-title">{escape(title)}</text>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="{escape(css_class)}" role="img" '
+        f'viewBox="0 0 {width} {full_height}" width="{width}" height="{full_height}">',
+        f"<title>{escape(title)}</title>",
+        f'<text x="{width / 2:.0f}" y="16" text-anchor="middle" class="plot-title">{escape(title)}</text>',
+    ]
     for pct in range(0, 101, 20):
         yy = y(pct / 100)
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{yy:.1f}" y2="{yy:.1f}" class="grid"/>')
@@ -44,8 +53,9 @@ def line_plot(title: str, x_labels: Sequence[str], series: Sequence[Series], *, 
     step = max(1, n // 16)
     for i, label in enumerate(x_labels):
         if i % step == 0 or i == n - 1:
-            parts.append(f'<text x="{x(i):.1f}" y="{top + plot_h + 16}" text-anchor="middle" class="tick">'
-                         f"{escape(label)}</text>")
+            parts.append(
+                f'<text x="{x(i):.1f}" y="{top + plot_h + 16}" text-anchor="middle" class="tick">{escape(label)}</text>'
+            )
     for k, s in enumerate(series):
         color = PALETTE[k % len(PALETTE)]
         dash = ' stroke-dasharray="6 4"' if s.dashed else ""
@@ -55,15 +65,20 @@ def line_plot(title: str, x_labels: Sequence[str], series: Sequence[Series], *, 
                 runs.append([])
                 continue
             runs[-1].append(f"{x(i):.1f},{y(v):.1f}")
-            parts.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3" fill="{color}">'
-                         f"<title>{escape(s.label)}: {escape(x_labels[i])}: {100 * v:.1f}%</title></circle>")
+            parts.append(
+                f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3" fill="{color}">'
+                f"<title>{escape(s.label)}: {escape(x_labels[i])}: {100 * v:.1f}%</title></circle>"
+            )
         for points in runs:
             if len(points) > 1:
-                parts.append(f'<polyline points="{" ".join(points)}" fill="none" stroke="{color}" '
-                             f'stroke-width="2"{dash}/>')
+                parts.append(
+                    f'<polyline points="{" ".join(points)}" fill="none" stroke="{color}" stroke-width="2"{dash}/>'
+                )
         lx, ly = left, height + 18 * k - 4
-        parts.append(f'<line x1="{lx:.1f}" x2="{lx + 18:.1f}" y1="{ly - 4:.1f}" y2="{ly - 4:.1f}" stroke="{color}" '
-                     f'stroke-width="2"{dash}/>')
+        parts.append(
+            f'<line x1="{lx:.1f}" x2="{lx + 18:.1f}" y1="{ly - 4:.1f}" y2="{ly - 4:.1f}" stroke="{color}" '
+            f'stroke-width="2"{dash}/>'
+        )
         parts.append(f'<text x="{lx + 24:.1f}" y="{ly:.1f}" class="legend">{escape(s.label)}</text>')
     parts.append("</svg>")
     return Markup("\n".join(parts))

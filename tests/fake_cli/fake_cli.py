@@ -62,10 +62,30 @@ def check_files(phase: str) -> None:
 def claude(argv: list[str]) -> tuple[str, str]:
     phase = "fix" if "--resume" in argv else "build"
     session_flag = "--resume" if phase == "fix" else "--session-id"
-    expect(argv, ["-p", prompt(), session_flag, UUID, "--model", "claude-sonnet-4-5", "--output-format", "stream-json",
-                  "--verbose", "--permission-mode", "bypassPermissions", "--add-dir", "/app",
-                  "--settings", "/opt/agent-config/claude-settings.json", "--max-turns", r"\d+",
-                  "--max-budget-usd", NUMBER])
+    expect(
+        argv,
+        [
+            "-p",
+            prompt(),
+            session_flag,
+            UUID,
+            "--model",
+            "claude-sonnet-4-5",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--permission-mode",
+            "bypassPermissions",
+            "--add-dir",
+            "/app",
+            "--settings",
+            "/opt/agent-config/claude-settings.json",
+            "--max-turns",
+            r"\d+",
+            "--max-budget-usd",
+            NUMBER,
+        ],
+    )
     deny = json.loads(Path("/opt/agent-config/claude-settings.json").read_text())["permissions"]["deny"]
     if not {"WebFetch", "WebSearch", "Bash(curl:*)", "Bash(pip install:*)", "Bash(git push:*)"} <= set(deny):
         fail(f"the settings' deny list lacks network tools, installers or remote git: {deny}")
@@ -74,8 +94,16 @@ def claude(argv: list[str]) -> tuple[str, str]:
 
 def codex(argv: list[str]) -> tuple[str, str]:
     phase = "fix" if "resume" in argv else "build"
-    head = ["exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-            "--model", "gpt-5-codex", "-c", "model_reasoning_effort=high"]
+    head = [
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "--model",
+        "gpt-5-codex",
+        "-c",
+        "model_reasoning_effort=high",
+    ]
     expect(argv, head + (["resume", re.escape(FIXTURE_SESSION["codex"])] if phase == "fix" else []) + [prompt()])
     if "git" not in (Path.home() / ".codex" / "rules" / "swechain.rules").read_text():
         fail("the Codex rules forbid no remote git")

@@ -101,7 +101,9 @@ def repo_state() -> str:
     """What a write outside the run folder would change in the project checkout."""
     listed = subprocess.run(
         ["git", "status", "--porcelain", "--ignored", "--untracked-files=all"],
-        cwd=REPO, capture_output=True, text=True,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
     ).stdout.splitlines()
     # Python's and pytest's own caches appear as the test session imports and runs.
     return "\n".join(line for line in listed if not any(c in line for c in ("__pycache__", ".pytest_cache")))
@@ -124,8 +126,9 @@ def attack(toy_oracle, tmp_path) -> Callable[..., AttackRun]:
         around.mkdir()
         output = around / "run"
         before = repo_state()
-        result = run_cli("run", "--chain", "toy", "--steps", "1-1", "--agent", f"replay:{folder}",
-                         "--output", str(output))
+        result = run_cli(
+            "run", "--chain", "toy", "--steps", "1-1", "--agent", f"replay:{folder}", "--output", str(output)
+        )
         assert result.returncode == 0, result.stderr
         assert "Traceback" not in result.stderr, result.stderr
         assert [p.name for p in around.iterdir()] == ["run"], "written beside the run folder"

@@ -10,8 +10,8 @@ asserts the honest score; where it can only detect one, it asserts the flag.
 from __future__ import annotations
 
 import pytest
-
 from conftest import REPO
+
 from redteam.conftest import HONEST_STEP1, TOY_START, better_or_equal
 
 pytestmark = pytest.mark.docker
@@ -22,11 +22,12 @@ def test_code_that_fixes_nothing_scores_the_honest_baseline(attack):
     assert run.build == HONEST_STEP1 and run.build_fix == HONEST_STEP1
     assert run.flags() == []
 
+
 INIT = "src/toyslug/__init__.py"
 ORIGINAL_INIT = (TOY_START / INIT).read_text()
 
 # A pytest plugin that turns every report into a pass: what each shadowing attack tries to load.
-FORCE_PASS = '''
+FORCE_PASS = """
 import pytest
 
 @pytest.hookimpl(hookwrapper=True)
@@ -35,7 +36,7 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     report.outcome = "passed"
     report.longrepr = None
-'''
+"""
 
 # Code run when the package is imported (the hidden tests import it while collecting).
 AT_IMPORT = "\n# --- planted ---\n{}\n"
@@ -52,7 +53,7 @@ def assert_honest(run) -> None:
 
 
 # Hidden test node ids, as a forger reads them from the hidden files it can see at run time.
-READ_TEST_IDS = '''
+READ_TEST_IDS = """
 import ast as _ast, os as _os
 def _hidden_ids(root="/work/run/tests"):
     ids = []
@@ -62,7 +63,7 @@ def _hidden_ids(root="/work/run/tests"):
             ids += ["tests/%s::%s" % (name, n.name) for n in tree.body
                     if isinstance(n, _ast.FunctionDef) and n.name.startswith("test_")]
     return ids
-'''
+"""
 
 
 # ----------------------------------------------------------------------------- class 1: shadowing
@@ -71,9 +72,12 @@ def _hidden_ids(root="/work/run/tests"):
 def test_modules_named_like_the_harness_plugins_are_left_out_and_flagged(attack):
     """pytest-timeout, pytest-json-report and the harness's guard, shadowed from the code root and src."""
     changes = {
-        "pytest_timeout.py": FORCE_PASS, "src/pytest_timeout.py": FORCE_PASS,
-        "src/pytest_jsonreport/__init__.py": "", "src/pytest_jsonreport/plugin.py": FORCE_PASS,
-        "swechain_guard.py": FORCE_PASS, "src/swechain_guard.py": FORCE_PASS,
+        "pytest_timeout.py": FORCE_PASS,
+        "src/pytest_timeout.py": FORCE_PASS,
+        "src/pytest_jsonreport/__init__.py": "",
+        "src/pytest_jsonreport/plugin.py": FORCE_PASS,
+        "swechain_guard.py": FORCE_PASS,
+        "src/swechain_guard.py": FORCE_PASS,
     }
     run = attack(changes)
     assert_honest(run)
@@ -96,25 +100,29 @@ def test_a_top_level_pytest_is_left_out_and_flagged(attack):
 def test_no_pytest_config_file_of_the_candidate_is_read(attack):
     """Every name pytest accepts, each one a whole cheat: were any read, the score would show it."""
     cheat = "[pytest]\naddopts = -p toyslug_cheat\n"
-    run = attack({
-        "pytest.toml": '[pytest]\naddopts = ["-p", "toyslug_cheat"]\n',
-        ".pytest.toml": '[pytest]\naddopts = ["-p", "toyslug_cheat"]\n',
-        ".pytest.ini": cheat,
-        "tox.ini": cheat,
-        "src/toyslug/setup.cfg": "[tool:pytest]\naddopts = -p toyslug_cheat\n",
-        "src/toyslug_cheat.py": FORCE_PASS,
-    })
+    run = attack(
+        {
+            "pytest.toml": '[pytest]\naddopts = ["-p", "toyslug_cheat"]\n',
+            ".pytest.toml": '[pytest]\naddopts = ["-p", "toyslug_cheat"]\n',
+            ".pytest.ini": cheat,
+            "tox.ini": cheat,
+            "src/toyslug/setup.cfg": "[tool:pytest]\naddopts = -p toyslug_cheat\n",
+            "src/toyslug_cheat.py": FORCE_PASS,
+        }
+    )
     assert_honest(run)
 
 
 def test_start_up_hooks_as_packages_never_run(attack):
     hook = 'import os\nos.environ["PYTEST_ADDOPTS"] = "-p toyslug_cheat"\nimport toyslug_cheat\n'
-    run = attack({
-        "src/sitecustomize/__init__.py": hook,
-        "usercustomize/__init__.py": hook,
-        "src/usercustomize.py": hook,
-        "src/toyslug_cheat.py": FORCE_PASS,
-    })
+    run = attack(
+        {
+            "src/sitecustomize/__init__.py": hook,
+            "usercustomize/__init__.py": hook,
+            "src/usercustomize.py": hook,
+            "src/toyslug_cheat.py": FORCE_PASS,
+        }
+    )
     assert_honest(run)
 
 
@@ -123,7 +131,10 @@ def test_start_up_hooks_as_packages_never_run(attack):
 
 def test_results_written_at_import_then_exit_are_not_taken(attack):
     """The candidate writes a passing report, stream and result where the host reads, then os._exit(0)."""
-    run = attack(planted(READ_TEST_IDS + '''
+    run = attack(
+        planted(
+            READ_TEST_IDS
+            + """
 import json as _json, os as _os
 _ids = _hidden_ids()
 _files = {
@@ -138,13 +149,18 @@ for _name, _data in _files.items():
     except OSError:
         pass
 _os._exit(0)
-'''))
+"""
+        )
+    )
     assert_honest(run)
     assert {"process_exit", "names_the_harness"} <= run.flag_kinds("build")
 
 
 def test_results_rewritten_from_atexit_are_not_taken(attack):
-    run = attack(planted(READ_TEST_IDS + '''
+    run = attack(
+        planted(
+            READ_TEST_IDS
+            + """
 import atexit as _atexit, json as _json
 def _rewrite():
     for _name in ("report.json", "stream.jsonl", "result.json"):
@@ -153,14 +169,19 @@ def _rewrite():
         except OSError:
             pass
 _atexit.register(_rewrite)
-'''))
+"""
+        )
+    )
     assert_honest(run)
     assert "process_exit" in run.flag_kinds("build")
 
 
 def test_a_passing_stream_written_into_the_pipe_then_a_hang_is_not_taken(attack):
     """Lines forged into every pipe the process holds, then a hang: the supervisor stops at the forgery."""
-    run = attack(planted(READ_TEST_IDS + '''
+    run = attack(
+        planted(
+            READ_TEST_IDS
+            + """
 import json as _json, os as _os, stat as _stat, time as _time
 _lines = [{"t": "collected", "count": len(_hidden_ids()), "deselected": 0}]
 for _i in _hidden_ids():
@@ -175,7 +196,9 @@ for _fd in map(int, _os.listdir("/proc/self/fd")):
     except OSError:
         pass
 _time.sleep(3600)
-'''))
+"""
+        )
+    )
     assert_honest(run)
     assert "result_stream" in run.flag_kinds("build")
     assert run.step["build"]["run"]["duration_s"] < 60, "a forged stream is not waited on to its time limit"
@@ -184,7 +207,10 @@ _time.sleep(3600)
 def test_a_forgery_through_the_guards_own_channel_is_flagged(attack):
     """The strongest forger finds the guard through gc and sends a whole fake session with its token.
     No check inside one Python process can tell that apart; the change itself gives it away."""
-    run = attack(planted(READ_TEST_IDS + '''
+    run = attack(
+        planted(
+            READ_TEST_IDS
+            + """
 import gc as _gc, os as _os
 for _guard in [o for o in _gc.get_objects() if type(o).__name__ == "Guard"]:
     _ids = _hidden_ids()
@@ -196,7 +222,9 @@ for _guard in [o for o in _gc.get_objects() if type(o).__name__ == "Guard"]:
                          "category": "passed" if _when == "call" else "", "xfail": False, "message": ""})
     _guard.send({"t": "finish", "exitstatus": 0})
     _os._exit(0)
-'''))
+"""
+        )
+    )
     assert {"gc_object_walk", "process_exit", "names_the_harness"} & run.flag_kinds("build")
 
 
@@ -204,7 +232,8 @@ for _guard in [o for o in _gc.get_objects() if type(o).__name__ == "Guard"]:
 
 
 def test_a_hook_registered_through_gc_is_flagged(attack):
-    run = attack(planted('''
+    run = attack(
+        planted("""
 import gc as _gc, pytest as _pytest
 
 class _Always:
@@ -216,14 +245,16 @@ class _Always:
 for _o in _gc.get_objects():
     if type(_o).__name__ == "Config" and hasattr(_o, "pluginmanager"):
         _o.pluginmanager.register(_Always())
-'''))
+""")
+    )
     kinds = run.flag_kinds("build")
     assert "hook_registered" in kinds, "seen at run time"
     assert {"gc_object_walk", "imports_test_machinery"} <= kinds, "seen in the change"
 
 
 def test_altered_copies_of_hidden_test_modules_in_sys_modules_are_flagged(attack):
-    run = attack(planted('''
+    run = attack(
+        planted("""
 import sys as _sys, types as _types, os as _os
 _root = "/work/run/tests"
 for _name in _os.listdir(_root):
@@ -234,19 +265,22 @@ for _name in _os.listdir(_root):
         _module.__file__ = _path
         _sys.modules[_name[:-3]] = _module
         exec(compile(_source, _path, "exec"), _module.__dict__)
-'''))
+""")
+    )
     kinds = run.flag_kinds("build")
     assert "test_code_altered" in kinds, run.flags()
     assert "writes_sys_modules" in kinds
 
 
 def test_assertion_error_replaced_in_builtins_is_flagged(attack):
-    run = attack(planted('''
+    run = attack(
+        planted("""
 import builtins as _builtins
 class _Skip(Exception):
     pass
 _builtins.AssertionError = _Skip
-'''))
+""")
+    )
     assert {"builtins_replaced", "writes_builtins"} <= run.flag_kinds("build")
 
 
@@ -255,7 +289,8 @@ _builtins.AssertionError = _Skip
 
 def test_a_forged_failed_import_record_grants_no_fix_and_leaks_nothing(attack):
     """A failed-import line carrying every hidden test file, forged into the pipe."""
-    run = attack(planted('''
+    run = attack(
+        planted("""
 import json as _json, os as _os, stat as _stat
 _root = "/work/run/tests"
 _leak = "".join(open(_os.path.join(_root, n)).read() for n in sorted(_os.listdir(_root)) if n.endswith(".py"))
@@ -267,7 +302,8 @@ for _fd in map(int, _os.listdir("/proc/self/fd")):
             _os.write(_fd, _line.encode())
     except OSError:
         pass
-'''))
+""")
+    )
     assert_honest(run)
     assert "result_stream" in run.flag_kinds("build")
     assert run.step["fix"] is None and run.step["fix_report"] is None, "a forgery earns no Fix"
@@ -275,20 +311,20 @@ for _fd in map(int, _os.listdir("/proc/self/fd")):
 
 def test_a_real_import_error_carrying_test_files_is_cut_to_its_bound(attack):
     """The package raises, for the name the hidden tests import, an ImportError holding the hidden tests."""
-    run = attack(planted('''
+    run = attack(
+        planted("""
 def __getattr__(name):
     import os
     root = os.path.join(os.path.dirname(__file__), "..", "..", "tests")
     text = "".join(open(os.path.join(root, n)).read() for n in sorted(os.listdir(root)) if n.endswith(".py"))
     raise ImportError(name + " " + text)
-'''))
+""")
+    )
     assert_honest(run)
     report = run.step["fix_report"]
     assert report is not None, "a failed import in a test module is a real execution error"
     hidden = (REPO / "chains/toy/versions/0.2.0/tests/test_unique.py").read_text()
-    longest_leak = max(
-        (len(chunk) for chunk in hidden.split("\n\n") if chunk.strip() and chunk in report), default=0
-    )
+    longest_leak = max((len(chunk) for chunk in hidden.split("\n\n") if chunk.strip() and chunk in report), default=0)
     assert longest_leak <= 300, "at most one bounded error text of it"
     assert all(len(line) <= 2000 for line in report.splitlines())
 
@@ -297,43 +333,50 @@ def __getattr__(name):
 
 
 def test_rewriting_the_hidden_tests_on_disk_is_refused(attack):
-    run = attack(planted('''
+    run = attack(
+        planted("""
 import os as _os
 for _name in _os.listdir("/work/run/tests"):
     try:
         open(_os.path.join("/work/run/tests", _name), "w").write("def test_x():\\n    pass\\n")
     except OSError:
         pass
-'''))
+""")
+    )
     assert_honest(run)
 
 
 def test_ending_the_supervisor_is_refused(attack):
-    run = attack(planted('''
+    run = attack(
+        planted("""
 import os as _os, signal as _signal
 try:
     _os.kill(1, _signal.SIGKILL)  # the supervisor is the container's init, another user
 except OSError:
     pass
-'''))
+""")
+    )
     assert_honest(run)
 
 
 def test_patching_pytest_internals_without_a_hook_is_flagged(attack):
-    run = attack(planted('''
+    run = attack(
+        planted("""
 import _pytest.reports as _reports
 _original = _reports.TestReport.__init__
 def _init(self, *args, **kwargs):
     _original(self, *args, **kwargs)
     self.outcome = "passed"
 _reports.TestReport.__init__ = _init
-'''))
+""")
+    )
     assert "test_machinery_replaced" in run.flag_kinds("build"), run.flags()
 
 
 def test_a_background_child_that_outlives_pytest_changes_nothing(attack):
     """A forked child keeps the inherited pipe and writes after pytest is gone."""
-    run = attack(planted('''
+    run = attack(
+        planted("""
 import os as _os, time as _time
 if _os.fork() == 0:
     _os.setsid()
@@ -344,5 +387,6 @@ if _os.fork() == 0:
         except OSError:
             pass
     _time.sleep(3600)
-'''))
+""")
+    )
     assert_honest(run)

@@ -12,6 +12,7 @@ import sys
 import pytest
 import yaml
 from conftest import REPO, load_json, run_cli
+
 from redteam.conftest import HONEST_STEP1, TOY_START, better_or_equal, counts
 
 pytestmark = pytest.mark.docker
@@ -26,9 +27,13 @@ def no_better_than_honest(run) -> bool:
 def test_a_malformed_record_is_an_execution_error_not_a_stuck_run(attack):
     # Code that writes a failed-import record with an unexpected key where the harness collects
     # its output (if it can): once a pydantic traceback that left the run "running" forever.
-    run = attack({INIT: START_INIT + "\ntry:\n    with open('/out/failed_imports.jsonl', 'a') as _f:\n"
-                  "        _f.write('{\"test_file\": \"t\", \"module\": \"m\", \"names\": [], \"error\": \"e\", \"forged\": 1}\\n')\n"
-                  "except OSError:\n    pass\n"})
+    run = attack(
+        {
+            INIT: START_INIT + "\ntry:\n    with open('/out/failed_imports.jsonl', 'a') as _f:\n"
+            '        _f.write(\'{"test_file": "t", "module": "m", "names": [], "error": "e", "forged": 1}\\n\')\n'
+            "except OSError:\n    pass\n"
+        }
+    )
     assert no_better_than_honest(run)
     assert load_json(run.output / "run.json")["status"] == "finished"
 
@@ -53,12 +58,31 @@ def test_peak_host_memory_stays_bounded_under_an_output_flood(toy_oracle, tmp_pa
     flood = "\ntry:\n    with open('/out/flood.bin', 'wb') as _f:\n        _f.write(b'x' * (256 << 20))\nexcept OSError:\n    pass\n"
     for name, text in patches_from({INIT: START_INIT + flood}, None, tmp_path / "trees").items():
         (folder / name).write_text(text)
-    measure = ("import resource, runpy, sys\nsys.argv = ['swechain-ci'] + sys.argv[1:]\ntry:\n"
-               "    runpy.run_module('swechain_ci', run_name='__main__')\nfinally:\n"
-               "    print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n")
-    result = subprocess.run([sys.executable, "-c", measure, "run", "--chain", "toy", "--steps", "1-1", "--agent",
-                             f"replay:{folder}", "--output", str(tmp_path / "run")],
-                            cwd=REPO, capture_output=True, text=True, timeout=900)
+    measure = (
+        "import resource, runpy, sys\nsys.argv = ['swechain-ci'] + sys.argv[1:]\ntry:\n"
+        "    runpy.run_module('swechain_ci', run_name='__main__')\nfinally:\n"
+        "    print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            measure,
+            "run",
+            "--chain",
+            "toy",
+            "--steps",
+            "1-1",
+            "--agent",
+            f"replay:{folder}",
+            "--output",
+            str(tmp_path / "run"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stderr
     peak_mib = int(result.stderr.split("MAXRSS")[-1].split()[0]) / 1024
     assert peak_mib < 256, f"the host peaked at {peak_mib:.0f} MiB"
@@ -71,8 +95,10 @@ def test_a_file_name_that_is_not_utf8_is_handled(attack):
 
 
 def forged_patch(path: str) -> str:
-    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n"
-            '+{"forged": "a step record with full marks"}\n')
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n"
+        '+{"forged": "a step record with full marks"}\n'
+    )
 
 
 LINK_THEN_WRITE = (
@@ -98,8 +124,10 @@ def test_a_replay_patch_cannot_write_outside_the_code_tree(attack, tmp_path, how
     assert run.scorecard["steps_scored"] == 1 and run.build == HONEST_STEP1
     assert run.step["build"]["agent"]["status"] == "crashed"
     detail = run.step["build"]["agent"]["detail"]
-    assert any(why in detail for why in ("outside the code tree", "absolute path", "beyond a symbolic link",
-                                         "link out of the code tree")), detail
+    assert any(
+        why in detail
+        for why in ("outside the code tree", "absolute path", "beyond a symbolic link", "link out of the code tree")
+    ), detail
     assert load_json(run.output / "run.json")["status"] == "stopped"
 
 
@@ -112,9 +140,11 @@ def write_agent(folder, name: str, build: str, **extra) -> str:
 def test_background_processes_do_not_outlive_their_phase(toy_oracle, tmp_path):
     # Step 1's build leaves a process appending to the code tree forever. Step 2's build deletes
     # its file, waits, and exits 1 if the file came back (the process outlived step 1).
-    build = ("if [ {step} = 1 ]; then nohup sh -c 'while :; do date >> /app/code/heartbeat; sleep 0.2; done' "
-             ">/dev/null 2>&1 & sleep 1; fi; "
-             "if [ {step} = 2 ]; then rm -f heartbeat; sleep 2; test ! -e heartbeat || exit 7; fi")
+    build = (
+        "if [ {step} = 1 ]; then nohup sh -c 'while :; do date >> /app/code/heartbeat; sleep 0.2; done' "
+        ">/dev/null 2>&1 & sleep 1; fi; "
+        "if [ {step} = 2 ]; then rm -f heartbeat; sleep 2; test ! -e heartbeat || exit 7; fi"
+    )
     agent = write_agent(tmp_path, "lingerer", build)
     output = tmp_path / "run"
     result = run_cli("run", "--chain", "toy", "--steps", "1-2", "--agent", agent, "--output", str(output))

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, load_json, run_cli
-from redteam.conftest import HONEST_STEP1, TOY_START, counts
 
+from redteam.conftest import HONEST_STEP1, TOY_START, counts
 from swechain_ci.chain import trees
 from swechain_ci.scoring.leaderboard import build_leaderboard
 
@@ -31,8 +31,12 @@ def kinds(card: dict) -> set[str]:
 def test_turning_failures_into_skips_is_flagged(attack):
     # Every public function raises SkipTest: the 9 upgrade-related tests (honest: 9 FN) and every
     # other test drop out of scoring under the paper's rule.
-    run = attack({CORE: START_CORE + "\nimport unittest\n\ndef slugify(*a, **k):\n    raise unittest.SkipTest('later')\n"
-                  "\ndef truncate(*a, **k):\n    raise unittest.SkipTest('later')\n"})
+    run = attack(
+        {
+            CORE: START_CORE + "\nimport unittest\n\ndef slugify(*a, **k):\n    raise unittest.SkipTest('later')\n"
+            "\ndef truncate(*a, **k):\n    raise unittest.SkipTest('later')\n"
+        }
+    )
     assert run.build[0] == HONEST_STEP1[0], "no test resolved"
     assert run.scorecard["integrity"]["status"] == "flagged"
     flag = next(f for f in run.scorecard["integrity"]["flags"] if f["kind"] == "skipped_on_candidate")
@@ -41,8 +45,12 @@ def test_turning_failures_into_skips_is_flagged(attack):
 
 
 def test_turning_failures_into_xfails_is_flagged(attack):
-    run = attack({CORE: START_CORE + "\nimport pytest\n\n_truncate = truncate\n\ndef truncate(*a, **k):\n"
-                  "    pytest.xfail('known issue')\n"})
+    run = attack(
+        {
+            CORE: START_CORE + "\nimport pytest\n\n_truncate = truncate\n\ndef truncate(*a, **k):\n"
+            "    pytest.xfail('known issue')\n"
+        }
+    )
     assert run.build[0] == 0 and run.build_fix[0] == 0
     assert "skipped_on_candidate" in kinds(run.scorecard)
     assert run.scorecard["integrity"]["status"] == "flagged"
@@ -60,7 +68,9 @@ def test_an_honest_regression_counts(attack):
 def test_hiding_a_regression_behind_a_skip_is_flagged(attack):
     # The same broken is_slug, skipping instead of answering: the paper's figure shows FP = 0
     # where the honest one above shows FP > 0, so the run is flagged.
-    run = attack({CHECKS: BROKEN_CHECKS.replace("    return False\n", "    import unittest\n    raise unittest.SkipTest('x')\n")})
+    run = attack(
+        {CHECKS: BROKEN_CHECKS.replace("    return False\n", "    import unittest\n    raise unittest.SkipTest('x')\n")}
+    )
     assert run.build[2] == 0
     assert run.scorecard["integrity"]["status"] == "flagged" and "skipped_on_candidate" in kinds(run.scorecard)
 
@@ -93,8 +103,17 @@ def test_prev_breaking_under_the_next_version_is_flagged_and_the_regression_stil
     for name in ("honest", "sabotage"):
         two_step_patches(tmp_path / name / "patches", tmp_path / name / "trees", sabotage=name == "sabotage")
         output = tmp_path / name / "run"
-        result = run_cli("run", "--chain", "toy", "--steps", "1-2", "--agent", f"replay:{tmp_path / name / 'patches'}",
-                         "--output", str(output))
+        result = run_cli(
+            "run",
+            "--chain",
+            "toy",
+            "--steps",
+            "1-2",
+            "--agent",
+            f"replay:{tmp_path / name / 'patches'}",
+            "--output",
+            str(output),
+        )
         assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
         cards[name] = load_json(output / "scorecard.json")
         step2 = load_json(next(output.glob("steps/02-*")) / "step.json")
@@ -115,9 +134,12 @@ def test_stopping_early_never_pays_in_the_ranking(toy_oracle, tmp_path):
     # Steps 1-2: the oracle solves both (23/0/0). A copy paused after step 1 ties it on the paper's
     # figure (9/0/0: 100%), and is ranked below it: step 2 counts its 14 tests as FN.
     full, quitter = tmp_path / "runs" / "full", tmp_path / "runs" / "quitter"
-    assert run_cli("run", "--chain", "toy", "--steps", "1-2", "--agent", "oracle", "--output", str(full)).returncode == 0
-    result = run_cli("run", "--chain", "toy", "--steps", "1-2", "--agent", "oracle", "--output", str(quitter),
-                     "--max-steps", "1")
+    assert (
+        run_cli("run", "--chain", "toy", "--steps", "1-2", "--agent", "oracle", "--output", str(full)).returncode == 0
+    )
+    result = run_cli(
+        "run", "--chain", "toy", "--steps", "1-2", "--agent", "oracle", "--output", str(quitter), "--max-steps", "1"
+    )
     assert result.returncode == 0, result.stderr
     f, q = load_json(full / "scorecard.json"), load_json(quitter / "scorecard.json")
     assert q["build_fix"]["f1"] == f["build_fix"]["f1"] == 1.0 and q["steps_scored"] == 1

@@ -19,14 +19,13 @@ HARNESS = os.path.dirname(os.path.abspath(__file__))
 
 def main() -> int:
     separator = sys.argv.index("--")
-    code_paths, args = sys.argv[1:separator], sys.argv[separator + 1:]
+    code_paths, args = sys.argv[1:separator], sys.argv[separator + 1 :]
     sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != os.getcwd()]
     sys.path += [p for p in (HARNESS, *code_paths) if p not in sys.path]
     # For the subprocesses some tests start: they import the candidate's code too.
     os.environ["PYTHONPATH"] = os.pathsep.join([HARNESS, *code_paths[:-1]])  # xdist workers load the guard
-    import swechain_guard  # noqa: E402  (imported before any candidate code)
-
-    import pytest  # noqa: E402
+    import pytest
+    import swechain_guard
 
     return pytest.main(args, plugins=[swechain_guard.Guard()])
 

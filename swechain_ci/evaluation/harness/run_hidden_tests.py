@@ -84,7 +84,9 @@ def candidate_may_supply(rel: PurePosixPath, test_folder: PurePosixPath, protect
 
 def installed_names() -> set[str]:
     """Top-level names the image provides: the standard library, site-packages, the harness."""
-    names = set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)  # before 3.10: the standard library folders on sys.path list it below
+    names = set(getattr(sys, "stdlib_module_names", ())) | set(
+        sys.builtin_module_names
+    )  # before 3.10: the standard library folders on sys.path list it below
     names |= {module_stem(p.name) for p in HARNESS.iterdir() if p.suffix == ".py"}
     for entry in sys.path:
         if not entry or not os.path.isdir(entry):
@@ -126,10 +128,13 @@ def assemble(settings: dict) -> Assembly:
         if not candidate_may_supply(rel, test_folder, protected):
             continue
         if name := shadowing(rel, import_roots, installed, settings["import_name"]):
-            assembly.flags.append({
-                "kind": "shadowing_file", "location": str(rel),
-                "detail": f"{str(rel)[:200]} would stand in for the installed module {name}; left out of the run",
-            })
+            assembly.flags.append(
+                {
+                    "kind": "shadowing_file",
+                    "location": str(rel),
+                    "detail": f"{str(rel)[:200]} would stand in for the installed module {name}; left out of the run",
+                }
+            )
             continue
         src, dst = CANDIDATE / rel, RUN / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -224,8 +229,13 @@ def unresolvable_warning_filters(filters: list[str], env: dict, code_paths: list
     )
     try:
         done = subprocess.run(
-            [sys.executable, "-I", "-c", probe, json.dumps(categories), json.dumps(code_paths)], cwd=RUN, env=env,
-            capture_output=True, text=True, timeout=60, **as_runner(),
+            [sys.executable, "-I", "-c", probe, json.dumps(categories), json.dumps(code_paths)],
+            cwd=RUN,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            **as_runner(),
         )
         missing = json.loads(done.stdout.strip().splitlines()[-1])
         return [line for line in missing if line in categories]
@@ -329,10 +339,13 @@ class StreamCheck:
             return self.violate(f"a '{kind}' line after the session finished")
         if kind == "flag":
             if len(self.flags) < MAX_FLAGS:
-                self.flags.append({
-                    "kind": bounded(record.get("kind"), 40), "detail": bounded(record.get("detail"), 400),
-                    "location": bounded(record.get("location"), 300) or None,
-                })
+                self.flags.append(
+                    {
+                        "kind": bounded(record.get("kind"), 40),
+                        "detail": bounded(record.get("detail"), 400),
+                        "location": bounded(record.get("location"), 300) or None,
+                    }
+                )
         elif kind == "import" and (self.state == "collecting" or self.parallel):
             # Under pytest-xdist, workers collect: their failed imports ride on their first reports.
             self.failed_import(record)
@@ -356,8 +369,10 @@ class StreamCheck:
             if nodeid not in self.running or when not in ("setup", "call", "teardown"):
                 return self.violate("a test result for a test that was not running")
             self.tests[nodeid][when] = {
-                "outcome": bounded(record.get("outcome"), 20), "category": bounded(record.get("category"), 20),
-                "xfail": bool(record.get("xfail")), "message": bounded(record.get("message"), 4000),
+                "outcome": bounded(record.get("outcome"), 20),
+                "category": bounded(record.get("category"), 20),
+                "xfail": bool(record.get("xfail")),
+                "message": bounded(record.get("message"), 4000),
             }
             if when == "teardown":
                 self.complete.append(nodeid)
@@ -376,11 +391,14 @@ class StreamCheck:
         if test_file not in self.allowed_test_files or not isinstance(names, list):
             return self.violate("a failed-import line for a file that is not a hidden test file")
         if len(self.imports) < MAX_IMPORTS:
-            self.imports.append({
-                "test_file": test_file, "module": bounded(record.get("module"), 200),
-                "names": [bounded(n, 100) for n in names[:20]],
-                "error": bounded(record.get("error"), IMPORT_TEXT_CHARS),
-            })
+            self.imports.append(
+                {
+                    "test_file": test_file,
+                    "module": bounded(record.get("module"), 200),
+                    "names": [bounded(n, 100) for n in names[:20]],
+                    "error": bounded(record.get("error"), IMPORT_TEXT_CHARS),
+                }
+            )
 
     def report(self) -> dict:
         """The session as a report in pytest-json-report's shape, from tests that finished."""
@@ -393,15 +411,20 @@ class StreamCheck:
                 entry[when] = {"outcome": stage["outcome"], "crash": {"message": stage["message"]}}
             tests.append(entry)
         collectors = [{"nodeid": n, "outcome": "failed", "longrepr": r} for n, r in self.collectors.items()]
-        return {"tests": tests, "collectors": collectors,
-                "summary": {"collected": self.collected, "deselected": self.deselected}}
+        return {
+            "tests": tests,
+            "collectors": collectors,
+            "summary": {"collected": self.collected, "deselected": self.deselected},
+        }
 
     def stream_lines(self) -> list[dict]:
         """The finished tests' stages and the failed collectors, as the host reads them."""
         lines = [{"collector": n, "longrepr": r} for n, r in self.collectors.items()]
         for nodeid in self.complete:
-            lines += [{"nodeid": nodeid, "when": w, "outcome": s["outcome"], "xfail": s["xfail"]}
-                      for w, s in self.tests[nodeid].items()]
+            lines += [
+                {"nodeid": nodeid, "when": w, "outcome": s["outcome"], "xfail": s["xfail"]}
+                for w, s in self.tests[nodeid].items()
+            ]
         return lines
 
 
@@ -424,8 +447,12 @@ class Observation:
         if self.finished and not self.timed_out and stream.exitstatus != self.exit_code:
             return f"pytest ended its session with {stream.exitstatus} but the process exited {self.exit_code}"
         silent = self.ended_at - stream.last_line_at
-        if self.timed_out and not self.finished and stream.state == "running" and not stream.running and (
-            silent >= STALL_S
+        if (
+            self.timed_out
+            and not self.finished
+            and stream.state == "running"
+            and not stream.running
+            and (silent >= STALL_S)
         ):
             return f"the test process stalled outside any test for {silent:.0f} s until the time limit"
         return None
@@ -434,8 +461,15 @@ class Observation:
 class Pytest:
     """Runs pytest as the runner in /work/run, each run against the one deadline of the whole evaluation."""
 
-    def __init__(self, base_args: list[str], code_paths: list[str], env: dict, deadline: float,
-                 allowed_test_files: set[str], parallel: bool = False) -> None:
+    def __init__(
+        self,
+        base_args: list[str],
+        code_paths: list[str],
+        env: dict,
+        deadline: float,
+        allowed_test_files: set[str],
+        parallel: bool = False,
+    ) -> None:
         self.base_args, self.code_paths, self.env, self.deadline = base_args, code_paths, env, deadline
         self.allowed_test_files, self.parallel = allowed_test_files, parallel
         self.tail = bytearray()
@@ -446,12 +480,25 @@ class Pytest:
         os.write(token_write, token.encode())
         os.close(token_write)
         stream_read, stream_write = os.pipe()
-        command = [sys.executable, "-s", str(HARNESS / "launch_pytest.py"), *self.code_paths, "--",
-                   *self.base_args, *targets]
+        command = [
+            sys.executable,
+            "-s",
+            str(HARNESS / "launch_pytest.py"),
+            *self.code_paths,
+            "--",
+            *self.base_args,
+            *targets,
+        ]
         env = {**self.env, "SWECHAIN_STREAM_FD": str(stream_write), "SWECHAIN_TOKEN_FD": str(token_read)}
         process = subprocess.Popen(
-            command, cwd=RUN, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            pass_fds=(stream_write, token_read), start_new_session=True, preexec_fn=limit_output_files,
+            command,
+            cwd=RUN,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            pass_fds=(stream_write, token_read),
+            start_new_session=True,
+            preexec_fn=limit_output_files,
             **as_runner(),
         )
         os.close(stream_write)
@@ -518,7 +565,9 @@ def python_path(settings: dict) -> list[Path]:
 def report_is_consistent(exit_code: int, report: dict) -> bool:
     broken = any(t.get("outcome") in ("failed", "error") for t in report.get("tests", []))
     broken = broken or any(c.get("outcome") == "failed" for c in report.get("collectors", []))
-    return (exit_code == 0 and not broken) or (exit_code == 1 and broken) or (exit_code == 5 and not report.get("tests"))
+    return (
+        (exit_code == 0 and not broken) or (exit_code == 1 and broken) or (exit_code == 5 and not report.get("tests"))
+    )
 
 
 def merge(reports: list[dict]) -> tuple[dict, int]:
@@ -566,7 +615,8 @@ def main() -> int:
     tmp = runner_scratch()
     tests_parent = PurePosixPath(settings["test_folder"]).parent
     allowed_test_files = {
-        str(PurePosixPath(f).relative_to(tests_parent)) for f in assembly.hidden_files
+        str(PurePosixPath(f).relative_to(tests_parent))
+        for f in assembly.hidden_files
         if tests_parent == PurePosixPath(".") or tests_parent in PurePosixPath(f).parents
     }
     code_paths = [str(p) for p in python_path(settings)]
@@ -593,14 +643,20 @@ def main() -> int:
         kept = [f for f in filters if f not in dropped_filters]
         ini_overrides += ["-o", "filterwarnings=" + "\n".join(kept)]
     base_args = [
-        "-c", str(config) if config else str(HARNESS / "empty.ini"),
-        "--rootdir", str(RUN),
+        "-c",
+        str(config) if config else str(HARNESS / "empty.ini"),
+        "--rootdir",
+        str(RUN),
         *ini_overrides,
-        "-p", "no:cacheprovider",
-        "-p", "pytest_timeout",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "pytest_timeout",
         f"--timeout={settings['test_timeout_s']}",
         "--continue-on-collection-errors",
-        "-rN", "--tb=short", "--color=no",
+        "-rN",
+        "--tb=short",
+        "--color=no",
         f"--basetemp={tmp / 'pytest'}",
         *settings["extra_args"],
     ]
@@ -615,7 +671,10 @@ def main() -> int:
     flags = assembly.flags + suite.stream.flags
     imports = list(suite.stream.imports)
     result = {
-        "exit_code": suite.exit_code, "timed_out": suite.timed_out, "retried": [], "unreported": [],
+        "exit_code": suite.exit_code,
+        "timed_out": suite.timed_out,
+        "retried": [],
+        "unreported": [],
         "dropped_warning_filters": dropped_filters,
     }
     problem = suite.untrusted()

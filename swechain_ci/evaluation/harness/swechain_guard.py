@@ -161,7 +161,8 @@ class Guard(Tolerance):
         self.collected_sent = False
         paths = sysconfig.get_paths()
         self.image_roots = tuple(
-            _realpath(p) + os.sep for p in {paths["stdlib"], paths["platstdlib"], paths["purelib"], paths["platlib"], HARNESS}
+            _realpath(p) + os.sep
+            for p in {paths["stdlib"], paths["platstdlib"], paths["purelib"], paths["platlib"], HARNESS}
         )
         self.builtins = dict(vars(builtins))
         self.machinery = machinery_snapshot()
@@ -237,10 +238,17 @@ class Guard(Tolerance):
             crash = getattr(report.longrepr, "reprcrash", None)
             message = crash.message if crash is not None else str(report.longrepr).strip().splitlines()[-1:]
             message = message if isinstance(message, str) else " ".join(message)
-        self.send({
-            "t": "test", "nodeid": report.nodeid, "when": report.when, "outcome": report.outcome,
-            "category": category, "xfail": hasattr(report, "wasxfail"), "message": message[:TEXT_CHARS],
-        })
+        self.send(
+            {
+                "t": "test",
+                "nodeid": report.nodeid,
+                "when": report.when,
+                "outcome": report.outcome,
+                "category": category,
+                "xfail": hasattr(report, "wasxfail"),
+                "message": message[:TEXT_CHARS],
+            }
+        )
         if report.when == "teardown":  # after the test's own fixtures (monkeypatch) are undone
             self.guarded(self.check_builtins)
 
@@ -259,7 +267,9 @@ class Guard(Tolerance):
             now = vars(owner).get(name)
             if now is not value and not self.trusted_file(code_file(now)):
                 label = getattr(owner, "__qualname__", None) or getattr(owner, "__name__", "?")
-                self.flag("test_machinery_replaced", f"{label}.{name} was replaced during the run", code_file(now) or None)
+                self.flag(
+                    "test_machinery_replaced", f"{label}.{name} was replaced during the run", code_file(now) or None
+                )
 
     def check_builtins(self) -> None:
         for name, value in self.builtins.items():
@@ -300,8 +310,11 @@ class Guard(Tolerance):
             return
         if code.co_filename == path:
             if code.co_code not in expected_code(path, item.config).get((code.co_name, code.co_firstlineno), ()):
-                self.flag("test_code_altered", f"{item.nodeid[:200]} does not run its hidden file's code",
-                          f"{path}:{code.co_firstlineno}")
+                self.flag(
+                    "test_code_altered",
+                    f"{item.nodeid[:200]} does not run its hidden file's code",
+                    f"{path}:{code.co_firstlineno}",
+                )
         elif not os.path.isfile(code.co_filename):
             self.flag("test_code_altered", f"{item.nodeid[:200]} runs code from {code.co_filename[:100]}", path)
 

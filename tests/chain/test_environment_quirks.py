@@ -1,0 +1,362 @@
+"""Per-chain environment quirks as data: requirements for some versions only, and the
+target version's distribution metadata for code that runs from a path. No Docker."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from swechain_ci.chain import environments
+from swechain_ci.chain.definition import Chain, ChainConfig
+from swechain_ci.containers.images import write_distribution_metadata
+from swechain_ci.errors import SwechainError
+from swechain_ci.evaluation.harness import run_hidden_tests as harness
+
+
+def chain_with(tmp_path: Path, environment: dict) -> Chain:
+    for version in ("1.0", "2.0", "2.1"):
+        tree = tmp_path / "versions" / version
+        (tree / "tests").mkdir(parents=True, exist_ok=True)
+        (tree / "pyproject.toml").write_text(
+            f'[project]\nname = "demo"\nversion = "{version}"\ndependencies = ["dep>=1"]\n'
+        )
+        (tree / "PKG-INFO").write_text(f"Metadata-Version: 2.1\nName: demo\nVersion: {version}\nSummary: a demo\n")
+    config = ChainConfig.model_validate(
+        {
+            "id": "demo",
+            "package": "Demo",
+            "import_name": "demo",
+            "environment": environment,
+            "versions": [
+                {"version": v, "source": {"kind": "local", "path": f"versions/{v}"}} for v in ("1.0", "2.0", "2.1")
+            ],
+        }
+    )
+    return Chain(config, tmp_path)
+
+
+def test_requirements_by_version_apply_only_where_the_specifier_matches(tmp_path):
+    chain = chain_with(
+        tmp_path,
+        {
+            "by_version": [
+                {"versions": "<2.0", "extra": ["dep<2"]},
+                {"versions": ">=2.0,<2.1", "extra": ["dep<3", "other"]},
+            ]
+        },
+    )
+    assert [r for r in environments.requirements(chain, "1.0") if r.startswith(("dep", "other"))] == ["dep>=1", "dep<2"]
+    assert [r for r in environments.requirements(chain, "2.0") if r.startswith(("dep", "other"))] == [
+        "dep>=1",
+        "dep<3",
+        "other",
+    ]
+    assert [r for r in environments.requirements(chain, "2.1") if r.startswith(("dep", "other"))] == ["dep>=1"]
+
+
+def test_a_bad_version_specifier_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="version specifier"):
+        chain_with(tmp_path, {"by_version": [{"versions": "2.0-ish", "extra": ["dep<2"]}]})
+
+
+def test_the_target_versions_metadata_is_found_by_importlib_metadata(tmp_path):
+    chain = chain_with(tmp_path, {"installed_metadata": True})
+    dist = tmp_path / "dist"
+    write_distribution_metadata(chain, "2.0", tmp_path / "versions" / "2.0", dist)
+    probe = "import importlib.metadata as m; print(m.version('Demo'), m.metadata('demo')['Summary'])"
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": str(dist)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.split() == ["2.0", "a", "demo"]
+
+
+def test_without_pkg_info_the_metadata_names_package_and_version(tmp_path):
+    chain = chain_with(tmp_path, {"installed_metadata": True})
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    write_distribution_metadata(chain, "2.1", bare, tmp_path / "dist")
+    assert (tmp_path / "dist" / "demo-2.1.dist-info" / "METADATA").read_text().splitlines()[1:] == [
+        "Name: Demo",
+        "Version: 2.1",
+    ]
+
+
+def test_the_harness_puts_the_metadata_on_the_path_only_when_the_image_has_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(harness, "TARGET", tmp_path)
+    settings = {"source_root": "src"}
+    # What follows site-packages: the source root, then the run folder (the working folder).
+    assert harness.python_path(settings) == [harness.RUN / "src", harness.RUN]
+    (tmp_path / "dist").mkdir()
+    assert harness.python_path(settings) == [harness.RUN / "src", tmp_path / "dist", harness.RUN]
+
+
+def test_pkg_info_declares_runtime_requirements_and_extras():
+    base, extras = environments.pkg_info_requirements(
+        "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nProvides-Extra: tests\n"
+        'Requires-Dist: dep (>=1.0)\nRequires-Dist: tomli (>=2); python_version < "3.11"\n'
+        'Requires-Dist: pytest (>=7); extra == "tests"\n\nlong description\n'
+    )
+    assert base == ["dep (>=1.0)", 'tomli (>=2); python_version < "3.11"']
+    assert extras == {"tests": ["pytest>=7"]}
+
+
+def test_wheels_from_sdists_must_be_exact_pins(tmp_path):
+    chain = chain_with(tmp_path, {"wheels_from_sdists": ["httpretty>=1.0"]})
+    with pytest.raises(SwechainError, match="not an exact pin"):
+        environments.built_wheels(chain)
+    assert environments.built_wheels(chain_with(tmp_path, {})) == []
+
+
+def own(requirements: list[str]) -> list[str]:
+    """The requirements a demo version declares, without the harness's."""
+    harness = environments.requirement_lines(environments.HARNESS_REQUIREMENTS.read_text())
+    return [r for r in requirements if r not in harness]
+
+
+def test_by_version_names_the_requirement_file_or_dependency_group_each_range_declares(tmp_path):
+    """A package that moved its test set from a requirements file (1.0) to a PEP 735 group (2.x)."""
+    chain = chain_with(
+        tmp_path,
+        {
+            "by_version": [
+                {"versions": "<2.0", "requirement_files": ["dev-requirements.txt"]},
+                {"versions": ">=2.0", "extras": ["dev"]},
+            ]
+        },
+    )
+    (tmp_path / "versions" / "1.0" / "dev-requirements.txt").write_text("pytest==7.4.0\n")
+    for version in ("2.0", "2.1"):
+        with (tmp_path / "versions" / version / "pyproject.toml").open("a") as pyproject:
+            pyproject.write('[dependency-groups]\ndev = ["pytest>=8"]\n')
+    assert own(environments.requirements(chain, "1.0")) == ["dep>=1", "pytest==7.4.0"]
+    assert own(environments.requirements(chain, "2.0")) == ["dep>=1", "pytest>=8"]
+    (tmp_path / "versions" / "2.1" / "pyproject.toml").write_text('[project]\nname = "demo"\n')
+    with pytest.raises(
+        SwechainError,
+        match=r"field 'environment.by_version': version 2.1 declares no extra or "
+        r"dependency group 'dev' \(it has: none\)",
+    ):
+        environments.requirements(chain, "2.1")
+
+
+def test_a_by_version_override_replaces_the_chain_wide_one_for_its_versions_only(tmp_path):
+    chain = chain_with(
+        tmp_path,
+        {
+            "override": {"dep": "dep==1.5"},
+            "by_version": [{"versions": ">=2.0,<2.1", "override": {"DEP": "dep==2.0"}}],
+        },
+    )
+    assert own(environments.requirements(chain, "1.0")) == ["dep==1.5"]
+    assert own(environments.requirements(chain, "2.0")) == ["dep==2.0"]
+    assert own(environments.requirements(chain, "2.1")) == ["dep==1.5"]
+
+
+def test_a_by_version_entry_that_names_nothing_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="the entry for versions '<2.0' names nothing"):
+        chain_with(tmp_path, {"by_version": [{"versions": "<2.0"}]})
+
+
+@pytest.mark.parametrize(
+    ("line", "read"),
+    [
+        # pip splits a requirements-file line's markers at ';'; PEP 508 needs a space after a URL.
+        (
+            'trio @ git+https://example.org/trio@e4c8; python_version == "3.13"',
+            'trio @ git+https://example.org/trio@e4c8 ; python_version == "3.13"',
+        ),
+        ('cryptography==41.0.4;implementation_name!="pypy"', 'cryptography==41.0.4;implementation_name!="pypy"'),
+        (
+            "hypercorn @ git+https://example.org/hypercorn@urllib3-changes",
+            "hypercorn @ git+https://example.org/hypercorn@urllib3-changes",
+        ),
+    ],
+)
+def test_requirement_lines_are_read_as_pip_reads_them(line, read):
+    assert environments.pip_requirement_line(line) == read
+
+
+def test_a_url_requirement_must_be_overridden_by_a_released_version(tmp_path):
+    """Pins come from the index, so a git checkout could not be reproduced in the image: the
+    chain names a released version instead. One that applies only to another Python is left to pip."""
+    chain = chain_with(tmp_path, {"requirement_files": ["dev-requirements.txt"]})
+    for version in ("1.0", "2.0", "2.1"):
+        (tmp_path / "versions" / version / "dev-requirements.txt").write_text(
+            "hypercorn @ git+https://example.org/hypercorn@urllib3-changes\n"
+            'cffi @ git+https://example.org/cffi@1472; python_version == "3.13"\n'
+        )
+    with pytest.raises(SwechainError) as caught:
+        environments.requirements(chain, "1.0")
+    assert str(caught.value) == (
+        "version 1.0 of chain demo: hypercorn is required from git+https://example.org/hypercorn@urllib3-changes, "
+        "which the package index cannot pin; name a released version for it under 'environment.override' "
+        "(or a by_version entry's override) in chain.yaml"
+    )
+    chain = chain_with(
+        tmp_path,
+        {
+            "requirement_files": ["dev-requirements.txt"],
+            "by_version": [{"versions": ">=2.0", "override": {"hypercorn": "hypercorn==0.15.0"}}],
+        },
+    )
+    assert own(environments.requirements(chain, "2.0")) == [
+        "dep>=1",
+        "hypercorn==0.15.0",
+        'cffi @ git+https://example.org/cffi@1472 ; python_version == "3.13"',
+    ]
+    with pytest.raises(SwechainError, match="hypercorn is required from"):
+        environments.requirements(chain, "1.0")
+
+
+def test_a_bad_override_is_named(tmp_path):
+    chain = chain_with(tmp_path, {"override": {"dep": "dep = 2"}})
+    with pytest.raises(SwechainError, match=r"field 'environment.override': bad requirement 'dep = 2'"):
+        environments.requirements(chain, "1.0")
+
+
+def test_pip_ignores_a_url_requirement_for_another_python_without_fetching_it(tmp_path, monkeypatch):
+    """Real resolution: the URL (a closed loopback port) is never contacted."""
+    monkeypatch.setenv("SWECHAIN_HOME", str(tmp_path))
+    pins = environments.resolve(
+        ["iniconfig==2.0.0", 'cffi @ git+https://127.0.0.1:9/cffi@1472 ; python_version == "3.13"'], "3.11"
+    )
+    assert pins == ["iniconfig==2.0.0"]
+
+
+UV_LOCK = """version = 1
+requires-python = ">=3.9"
+
+[[package]]
+name = "Demo"
+version = "2.0"
+source = { editable = "." }
+
+[[package]]
+name = "pytest"
+version = "8.3.4"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "sphinx"
+version = "7.4.7"
+source = { registry = "https://pypi.org/simple" }
+resolution-markers = ["python_full_version < '3.10'"]
+
+[[package]]
+name = "sphinx"
+version = "8.1.3"
+source = { registry = "https://pypi.org/simple" }
+resolution-markers = ["python_full_version >= '3.10'"]
+
+[[package]]
+name = "hypercorn"
+version = "0.15.0"
+source = { git = "https://example.org/hypercorn?rev=urllib3-changes#d1719f8" }
+
+[[package]]
+name = "trio"
+version = "0.27.0"
+source = { registry = "https://pypi.org/simple" }
+"""
+
+
+def test_a_lock_file_pins_what_the_version_declares_to_the_locked_release(tmp_path):
+    chain = chain_with(tmp_path, {"by_version": [{"versions": ">=2.0", "extras": ["dev"], "lock_files": ["uv.lock"]}]})
+    for version in ("2.0", "2.1"):
+        with (tmp_path / "versions" / version / "pyproject.toml").open("a") as pyproject:
+            pyproject.write(
+                '[dependency-groups]\ndev = ["pytest>=8", "trio>=0.27; python_version < \'3.13\'", "sphinx"]\n'
+            )
+    (tmp_path / "versions" / "2.0" / "uv.lock").write_text(UV_LOCK)
+    assert environments.locked_versions(
+        tmp_path / "versions" / "2.0" / "uv.lock", {"python_full_version": "3.11.2"}
+    ) == {"pytest": "8.3.4", "sphinx": "8.1.3", "trio": "0.27.0"}, "index releases only, the fork for the target"
+    assert own(environments.requirements(chain, "2.0")) == [
+        "dep>=1",
+        "pytest>=8",
+        'trio>=0.27; python_version < "3.13"',
+        "sphinx",
+        "pytest==8.3.4",
+        'trio==0.27.0 ; python_version < "3.13"',
+        "sphinx==8.1.3",
+    ], "a declared requirement only, under its own markers; dep is not in the lock"
+    with pytest.raises(SwechainError, match="field 'environment.by_version': 2.1 has no uv.lock"):
+        environments.requirements(chain, "2.1")
+
+
+URLLIB3_PINS = {
+    # version: pins its environment must hold (the overrides' released versions, the test set's own pins)
+    "2.0.7": {"pytest==7.4.0", "tornado==6.2", "trustme==0.9.0"},
+    "2.1.0": {"pytest==7.4.2", "tornado==6.3.3", "trustme==1.1.0"},
+    "2.2.0": {"hypercorn==0.15.0", "quart==0.19.4", "trio==0.23.1", "trustme==1.1.0"},
+    "2.2.1": {"hypercorn==0.15.0", "quart==0.19.4", "trio==0.23.1", "trustme==1.1.0"},
+    "2.2.2": {"hypercorn==0.15.0", "quart==0.19.4", "trio==0.25.0", "trustme==1.2.0"},
+    "2.2.3": {"hypercorn==0.15.0", "quart==0.19.4", "trio==0.26.2", "trustme==1.2.0"},
+    "2.3.0": {"hypercorn==0.15.0", "quart==0.20.0", "trio==0.26.2", "trustme==1.2.0"},
+    # From 2.4.0, the group 'dev' at the releases each version's uv.lock records.
+    **{v: {"hypercorn==0.15.0", "pytest==8.3.4", "trio==0.27.0", "cryptography==44.0.2"} for v in ("2.4.0", "2.5.0")},
+    **{
+        v: {"hypercorn==0.15.0", "pytest==8.4.2", "trio==0.31.0", "cryptography==46.0.3"}
+        for v in ("2.6.0", "2.6.1", "2.6.2", "2.6.3")
+    },
+}
+
+
+@pytest.mark.slow
+def test_every_urllib3_version_resolves():
+    """urllib3's test set moved from dev-requirements.txt to the group 'dev' at 2.4.0, and 2.2.0-2.3.0
+    pin git commits: all of it is data in chains/urllib3/chain.yaml. Real sdists and resolutions
+    (cached in the state home)."""
+    from swechain_ci.chain.definition import load_chain
+
+    chain = load_chain("urllib3")
+    assert list(URLLIB3_PINS) == chain.versions
+    for version, expected in URLLIB3_PINS.items():
+        pins = set(environments.pins(chain, version))
+        assert expected <= pins, (version, sorted(expected - pins))
+        if "hypercorn==0.15.0" in expected:  # the Quart/hypercorn test servers, from 2.2.0 on
+            assert {"quart-trio", "httpx", "h2"} <= {pin.split("==")[0] for pin in pins}, version
+
+
+def test_an_extra_that_names_the_package_own_extras_brings_what_they_hold():
+    """attrs 22.2.0: tests = zope.interface + attrs[tests-no-zope]; the package itself is never
+    installed, so tests-no-zope's requirements are added in its place (nested, once each)."""
+    from swechain_ci.chain.environments import with_own_extras
+
+    extras = {
+        "tests": ["zope.interface", "attrs[tests-no-zope]"],
+        "tests-no-zope": ["hypothesis", "attrs[tests-mypy] ; python_version >= '3.8'", "attrs[tests]"],
+        "tests-mypy": ["pytest-mypy-plugins"],
+        "py2-only": ["funcsigs"],
+    }
+    markers = {
+        "python_version": "3.9",
+        "python_full_version": "3.9.2",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+        "sys_platform": "linux",
+        "os_name": "posix",
+        "platform_machine": "x86_64",
+        "platform_system": "Linux",
+        "platform_release": "",
+        "platform_version": "",
+        "implementation_version": "3.9.2",
+        "extra": "",
+    }
+    got = with_own_extras(extras["tests"], extras, "attrs", markers)
+    assert [line for line in got if not line.startswith("attrs")] == [
+        "zope.interface",
+        "hypothesis",
+        "pytest-mypy-plugins",
+        "zope.interface",
+    ]
+    markers["python_version"] = "3.7"
+    assert "pytest-mypy-plugins" not in with_own_extras(extras["tests"], extras, "attrs", markers)

@@ -1,0 +1,152 @@
+"""chain compare: every test one side alone counts gets its cause, and every step a verdict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from swechain_ci.evaluation.compare import compare
+from swechain_ci.models import ChainOracle, Status, StepOracle
+
+P, F, E = Status.passed, Status.failed, Status.error
+NET = "tests/test_net.py::test_fetch"
+
+
+def reference_run(folder: Path, name: str, statuses: dict[str, str], collection_error: str = "") -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(
+        json.dumps(
+            {
+                "results": {t: {"status": s, "duration": 0.1, "message": ""} for t, s in statuses.items()},
+                "collection_error": collection_error,
+            }
+        )
+    )
+
+
+def one_step(
+    tmp_path: Path, ours: dict, theirs_new: dict, theirs_old: dict, their_old_collection: str = "", **step_fields
+) -> tuple[StepOracle, list]:
+    new_gold = {t: s for t, (s, _) in ours.items()}
+    old_gold = {t: o for t, (_, o) in ours.items()}
+    flaky = step_fields.pop("flaky", [])
+    network = step_fields.pop("needs_network", [])
+    related = sorted(t for t, s in new_gold.items() if s == P and old_gold[t] in (F, E) and t not in flaky + network)
+    step = StepOracle(
+        index=1,
+        prev_version="1.0",
+        next_version="1.1",
+        new_gold=new_gold,
+        old_gold=old_gold,
+        upgrade_related=related,
+        flaky=flaky,
+        needs_network=network,
+        **step_fields,
+    )
+    oracle = ChainOracle(
+        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
+    )
+    reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", theirs_new)
+    reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", theirs_old, their_old_collection)
+    return compare(oracle, tmp_path / "ref")[0]
+
+
+def test_equal_sets_agree(tmp_path):
+    row = one_step(
+        tmp_path,
+        {"t::a": (P, F), "t::b": (P, P)},
+        {"t::a": "passed", "t::b": "passed"},
+        {"t::a": "failed", "t::b": "passed"},
+    )
+    assert (row.both, row.differences, row.verdict) == (["t::a"], [], "agree")
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs_new", "theirs_old", "fields", "collection", "side", "cause", "why"),
+    [
+        # the reference ran online; the test needs the internet here
+        (
+            {NET: (F, F)},
+            {NET: "passed"},
+            {NET: "failed"},
+            {"needs_network": [NET], "excluded": {NET: "needs_network in 1.1: fetches a real URL"}},
+            "",
+            "only theirs",
+            "needs_network",
+            "excluded here: needs_network in 1.1: fetches a real URL",
+        ),
+        (
+            {"t::a": (P, F)},
+            {"t::a": "passed"},
+            {"t::a": "failed"},
+            {"flaky": ["t::a"]},
+            "",
+            "only theirs",
+            "flaky",
+            "flaky here",
+        ),
+        (
+            {"t::a": (P, F)},
+            {"t::a": "failed"},
+            {"t::a": "failed"},
+            {},
+            "",
+            "only ours",
+            "reference failing",
+            "failed in the reference's own run of 1.1",
+        ),
+        (
+            {"t::a": (P, F)},
+            {},
+            {},
+            {},
+            "",
+            "only ours",
+            "collection error",
+            "no result in the reference's new-gold run",
+        ),
+        (
+            {"tests/test_x.py::a": (P, E)},
+            {"tests/test_x.py::a": "passed"},
+            {"tests/test_x.py::a": "passed"},
+            {"old_gold_collection_errors": ["tests/test_x.py"]},
+            "",
+            "only ours",
+            "collection error",
+            "collection error in our old-gold run (tests/test_x.py)",
+        ),
+        (
+            {"t::a": (P, P)},
+            {"t::a": "passed"},
+            {},
+            {},
+            "ImportError while importing test module",
+            "only theirs",
+            "collection error",
+            "whose collection failed",
+        ),
+        (
+            {"t::a": (P, P)},
+            {"t::a": "passed"},
+            {"t::a": "failed"},
+            {},
+            "",
+            "only theirs",
+            "old gold differs",
+            "old code passed here, failed in the reference's old-gold run",
+        ),
+    ],
+)
+def test_each_difference_is_explained_by_its_cause(
+    tmp_path, ours, theirs_new, theirs_old, fields, collection, side, cause, why
+):
+    row = one_step(tmp_path, ours, theirs_new, theirs_old, collection, **fields)
+    [difference] = row.differences
+    assert (difference.side, difference.cause) == (side, cause)
+    assert why in difference.why
+    if cause == "old gold differs":
+        assert row.verdict == "differs: 1 of 1 unexplained"
+    else:
+        assert row.verdict == f"explained ({cause})"
