@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -267,8 +268,17 @@ def run(
     agent: Annotated[
         str, typer.Option(help="oracle, noop, replay:<patch folder>, an agents/<name>.yaml name or a manifest path")
     ],
-    output: Annotated[Path, typer.Option(help="results folder; an unfinished run there resumes")],
-    spec_level: Annotated[str | None, typer.Option(help="specification level (default: the chain's)")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(help="results folder; an unfinished run there resumes (default: runs/<chain>-<agent>[-<steps>])"),
+    ] = None,
+    spec_level: Annotated[
+        str | None,
+        typer.Option(
+            help="specification level (default: the chain's; the baselines oracle, noop and replay: run with none "
+            "when the chain has no specification at it, recorded as level none)"
+        ),
+    ] = None,
     steps: Annotated[str | None, typer.Option(help="only steps A-B (1-based), e.g. 9-13; default all")] = None,
     git_branch: Annotated[
         str | None, typer.Option(help="commit each phase to this branch, e.g. runs/<agent>/<chain>/<id>")
@@ -296,6 +306,10 @@ def run(
     from swechain_ci.scoring.report import render
 
     branch = RunBranch(git_repo, git_branch, push) if git_branch else None
+    if output is None:
+        name = "-".join(part for part in (chain, agent, steps) if part)
+        output = Path("runs") / re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
+        typer.echo(f"results in {output}", err=True)
     if phase is None:
         if step is not None:
             raise SwechainError("--step goes with --phase; drop --step to run the whole chain")

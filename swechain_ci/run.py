@@ -76,7 +76,7 @@ from swechain_ci.scoring import integrity
 from swechain_ci.scoring.fix_report import build_report
 from swechain_ci.scoring.report import write_scorecard
 from swechain_ci.scoring.score import categorize, count, plan, scorecard
-from swechain_ci.specs.store import load_specs
+from swechain_ci.specs.store import run_specs
 
 PROMPTS = Path(__file__).resolve().parent / "agents" / "prompts"
 ARCHIVE_DIR = "/archive"
@@ -301,8 +301,9 @@ class ChainRun:
             self.put_archive(workspace, step)
             if session_archive is not None:
                 import_session(workspace, session_archive)
-            spec = self.specs[(step.prev_version, step.next_version)]
-            workspace.put_text(SPEC_FILE, spec)
+            spec = self.specs.get((step.prev_version, step.next_version), "")
+            if (step.prev_version, step.next_version) in self.specs:  # a baseline may run with none
+                workspace.put_text(SPEC_FILE, spec)
             if fix_report is not None:
                 workspace.put_text(FIX_REPORT_FILE, fix_report)
             prompt = (
@@ -632,8 +633,7 @@ def load_run(
     branch's records replace the folder's (a job's view of the run is the branch's)."""
     chain = load_chain(chain_name).select_steps(steps)
     agent, manifest = resolve_agent(agent_spec)
-    level = spec_level or chain.config.default_spec_level
-    specs = load_specs(chain, level)
+    level, specs = run_specs(chain, spec_level, reads_spec=manifest.kind != "builtin")
     secrets_for(manifest)  # fail before any work when a variable or network is missing
     agent_network(manifest)
     output = output.resolve()

@@ -153,9 +153,14 @@ def matrix(
         unknown = [c for c in chosen_chains if c not in all_chains]
         if unknown:
             raise SwechainError(f"unknown chains {', '.join(unknown)}: chains are {', '.join(all_chains) or 'none'}")
-    if runnable_only:
-        chosen_chains = [c for c in chosen_chains if _specified(c)]
-    include = [{"agent": a, "chain": c} for a in selected for c in chosen_chains]
+    # Baselines read no specification: they run on a chain without its default level (at level none).
+    specified = {c: _specified(c) for c in chosen_chains} if runnable_only else {}
+    include = [
+        {"agent": a, "chain": c}
+        for a in selected
+        for c in chosen_chains
+        if a in BUILTIN_NAMES or specified.get(c, True)
+    ]
     if not include:
         _note("note: the matrix is empty; guard the job with `if: fromJSON(needs.<job>.outputs.matrix).include[0]`")
     typer.echo(json.dumps({"include": include}, separators=(",", ":")))
@@ -163,7 +168,8 @@ def matrix(
 
 def _specified(chain_id: str) -> bool:
     """Whether the chain's default specification level exists for every step (else a note says
-    which command writes it, and the chain is left out rather than failing a job)."""
+    which command writes it, and the chain is left out for every agent but the baselines rather
+    than failing a job)."""
     from swechain_ci.chain.definition import load_chain
     from swechain_ci.specs.store import levels_available, producing_command
 
@@ -172,7 +178,8 @@ def _specified(chain_id: str) -> bool:
     if level in levels_available(chain):
         return True
     _note(
-        f"note: chain {chain_id} left out: its default level {level} is missing; {producing_command(chain, level)} writes it"
+        f"note: chain {chain_id} left out (but for the baselines): its default level {level} is missing; "
+        f"{producing_command(chain, level)} writes it"
     )
     return False
 

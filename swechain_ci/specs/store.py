@@ -8,8 +8,8 @@ from swechain_ci.chain.definition import Chain
 from swechain_ci.errors import SwechainError
 from swechain_ci.settings import project_root
 
-
 INTERFACE = "+interface"
+NO_LEVEL = "none"  # a baseline's run where the chain has no specification at its default level
 
 
 def split_level(level: str) -> tuple[str, bool]:
@@ -31,8 +31,10 @@ def producing_command(chain: Chain, level: str) -> str:
     if base in ("L2", "L3", "L4", "L5"):
         synth = f"`swechain-ci specs synth {chain.id} --levels {base}{flag}` (needs ANTHROPIC_API_KEY)"
         if chain.config.paper_id:
-            return (f"`swechain-ci specs import <specs_chain.parquet or metadata/ folder> --chain {chain.id}{flag}` "
-                    f"(the published specifications of {chain.config.paper_id}), or {synth}")
+            return (
+                f"`swechain-ci specs fetch` or `swechain-ci specs import <specs_chain.parquet or metadata/ folder> "
+                f"--chain {chain.id}{flag}` (the published specifications of {chain.config.paper_id}), or {synth}"
+            )
         return synth
     return f"none: level {base} is written by hand under specs/{chain.id}/<prev>-<next>/{level}.md"
 
@@ -69,19 +71,41 @@ def provenance(md: Path) -> str:
 
 def levels_available(chain: Chain) -> list[str]:
     """Levels that exist for every step of the chain."""
-    per_step = [
-        {p.stem for p in (spec_dir(chain) / f"{a}-{b}").glob("*.md")} for a, b in chain.steps
-    ]
+    per_step = [{p.stem for p in (spec_dir(chain) / f"{a}-{b}").glob("*.md")} for a, b in chain.steps]
     return sorted(set.intersection(*per_step)) if per_step else []
 
 
 def load_specs(chain: Chain, level: str) -> dict[tuple[str, str], str]:
     missing = [spec_path(chain, a, b, level) for a, b in chain.steps if not spec_path(chain, a, b, level).is_file()]
     if missing:
-        have = ", ".join(levels_available(chain)) or "none"
+        have = levels_available(chain)
+        other = next((lv for lv in have if lv != level), None)
+        if other:
+            instead = f", or run at a level that exists with --spec-level {other}"
+        elif level != "L1":
+            instead = f", or write L1 with `swechain-ci specs render {chain.id}` and run with --spec-level L1"
+        else:
+            instead = ""
         raise SwechainError(
             f"chain {chain.id} has no level-{level} specification at {missing[0]}"
-            f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}; levels present for every step: {have}; "
-            f"{producing_command(chain, level)} writes them"
+            f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}; levels present for every step: "
+            f"{', '.join(have) or 'none'}; {producing_command(chain, level)} writes them{instead}"
         )
     return {(a, b): spec_path(chain, a, b, level).read_text() for a, b in chain.steps}
+
+
+def run_specs(chain: Chain, level: str | None, reads_spec: bool) -> tuple[str, dict[tuple[str, str], str]]:
+    """The level a run uses and its specifications. An agent that reads no specification (the
+    baselines) runs at the chain's default level when every step has it, else at :data:`NO_LEVEL`
+    with none (asked for by name, ``none`` resumes such a run); any other level asked for by name
+    must exist, whoever reads it."""
+    chosen = level or chain.config.default_spec_level
+    if level == NO_LEVEL and reads_spec:
+        raise SwechainError(
+            f"--spec-level {NO_LEVEL} is for the baselines (oracle, noop, replay:), which read no "
+            f"specification; give this agent a level of chain {chain.id}: "
+            f"{', '.join(levels_available(chain)) or 'none exists yet'}"
+        )
+    if level == NO_LEVEL or (level is None and not reads_spec and chosen not in levels_available(chain)):
+        return NO_LEVEL, {}
+    return chosen, load_specs(chain, chosen)

@@ -438,8 +438,18 @@ def test_matrix(project, monkeypatch):
     monkeypatch.setenv("VENDOR_TEST_KEY", "x")  # the bare name grants nothing
     assert ("needs-key", "alpha") not in matrix("--runnable-only")
     monkeypatch.setenv("SWECHAIN_SECRET_NEEDS_KEY__VENDOR_TEST_KEY", "x")
-    assert matrix("--runnable-only") == [(a, "alpha") for a in ("oracle", "noop", "free", "needs-key")]
-    assert "chain beta left out: its default level manual is missing" in invoke("matrix", "--runnable-only").stderr
+    # The baselines read no specification: beta, without its default level, is theirs still.
+    assert matrix("--runnable-only") == [
+        ("oracle", "alpha"),
+        ("oracle", "beta"),
+        ("noop", "alpha"),
+        ("noop", "beta"),
+        *[(a, "alpha") for a in ("free", "needs-key")],
+    ]
+    assert (
+        "chain beta left out (but for the baselines): its default level manual is missing"
+        in invoke("matrix", "--runnable-only").stderr
+    )
     with pytest.raises(SwechainError, match="unknown agents nope"):
         invoke("matrix", "--agents", "nope")
 
