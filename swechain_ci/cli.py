@@ -77,6 +77,7 @@ def agents_validate(
 ) -> None:
     """Check manifests; every problem is reported with its file and field, one line each."""
     from swechain_ci.agents.manifest import agents_dir, parse_manifest
+    from swechain_ci.agents.recipe import check_recipe
     from swechain_ci.models import ManifestCheck, ValidationReport
     from swechain_ci.records import write_model
 
@@ -97,6 +98,10 @@ def agents_validate(
     for file, because in pairs:
         try:
             manifest = parse_manifest(file)
+            if manifest.install.dockerfile:
+                check_recipe(
+                    manifest.folder / manifest.install.dockerfile, str(file.parent / manifest.install.dockerfile)
+                )
             typer.echo(f"ok: {file} ({manifest.kind} agent {manifest.name})")
             checks.append(ManifestCheck(file=str(file), because=str(because), agent=manifest.name, ok=True))
         except SwechainError as exc:

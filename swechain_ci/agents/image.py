@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 from swechain_ci.agents.manifest import AgentManifest
+from swechain_ci.agents.recipe import check_recipe
 from swechain_ci.chain import environments as environments_of
 from swechain_ci.chain import sources
 from swechain_ci.chain.definition import Chain
@@ -37,6 +38,7 @@ def ensure_agent_image(sandbox: DockerSandbox, chain: Chain, images: ChainImages
         own = manifest.folder / manifest.install.dockerfile
         if not own.is_file():
             raise SwechainError(f"agent {manifest.name}: install.dockerfile {own} does not exist")
+        check_recipe(own)  # what reaches the builder is what the review saw: no URL, no other image, no secret
         files = manifest.folder / "files"  # what the recipe may COPY: configs, deny lists
         args = {"AGENT_IMAGE": image, **({"CLI_VERSION": manifest.cli_version} if manifest.cli_version else {})}
         # Agent recipes fetch their CLIs; where a registry is reachable, SWECHAIN_BUILD_NETWORK=default.

@@ -7,6 +7,7 @@ so it is built once and rebuilt only when an input changes.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -28,6 +29,8 @@ from swechain_ci.errors import SwechainError
 from swechain_ci.settings import HARNESS_DIR, base_image, project_root, state_home
 
 DEBIAN_PACKAGES = "python3,python3-venv,python3-pip,git,ca-certificates"
+IMAGE_NAMESPACE = "swechain-ci"
+SMOKE_IMAGE_NAMESPACE = "swechain-smoke"
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,14 @@ def recipe(chain: Chain, name: str) -> Path:
     raise SwechainError(f"missing image recipe {name}.Dockerfile in {family_dir(chain)} or dockerfiles/python")
 
 
+def image_namespaces() -> tuple[str, ...]:
+    """Where images are looked up, the last where new ones are built. A run without secrets (the
+    smoke run of a proposed agent, ``SWECHAIN_NO_SECRETS``) reuses trusted images but builds under
+    names of its own, which trusted runs never look up: nothing a smoke build fetched or made is
+    reused by a trusted run."""
+    return (IMAGE_NAMESPACE, SMOKE_IMAGE_NAMESPACE) if os.environ.get("SWECHAIN_NO_SECRETS") else (IMAGE_NAMESPACE,)
+
+
 def build_cached(
     sandbox: DockerSandbox,
     chain: Chain,
@@ -198,9 +209,12 @@ def build_cached(
             name.encode()
             + (trees.digest(path) if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()).encode()
         )
-    tag = f"swechain-ci/{chain.id}-{kind}:py{chain.config.python}-{h.hexdigest()[:16]}"
-    if image := sandbox.image_id(tag):
-        return image
+    name = f"{chain.id}-{kind}:py{chain.config.python}-{h.hexdigest()[:16]}"
+    *trusted, own = image_namespaces()
+    for namespace in (*trusted, own):
+        if image := sandbox.image_id(f"{namespace}/{name}"):
+            return image
+    tag = f"{own}/{name}"
     progress.say(f"building image {tag}")
     with tempfile.TemporaryDirectory(prefix="swechain-context-") as tmp:
         context = Path(tmp)

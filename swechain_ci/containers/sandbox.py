@@ -7,6 +7,7 @@ limits, bounded logs, and wall-clock limits enforced from the host.
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 import threading
 import time
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import docker
 import docker.errors
+import requests
+import urllib3.exceptions
 from docker.types import LogConfig
 
 from swechain_ci.chain.definition import Limits
@@ -31,6 +34,41 @@ MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 # giving the runner its scratch folder, ending the runner's processes. Nothing else.
 SUPERVISOR_CAPABILITIES = ["SETUID", "SETGID", "CHOWN", "KILL"]
 LOG_CONFIG = LogConfig(type=LogConfig.types.JSON, config={"max-size": "10m", "max-file": "1"})
+
+
+@dataclass(frozen=True)
+class BuildLimits:
+    """What one image build may use: each RUN container's memory and CPU share, the whole build's
+    wall clock, the image's size. From SWECHAIN_BUILD_MEMORY_GB, SWECHAIN_BUILD_CPU_SHARES,
+    SWECHAIN_BUILD_SECONDS and SWECHAIN_BUILD_SIZE_GB, else these defaults."""
+
+    memory_bytes: int = 8 * 2**30
+    cpu_shares: int = 512  # half the default weight: builds yield to evaluations
+    seconds: int = 3600
+    size_bytes: int = 10 * 2**30
+
+    @classmethod
+    def from_env(cls) -> BuildLimits:
+        def number(name: str, default: float) -> float:
+            text = os.environ.get(name, "").strip()
+            try:
+                value = float(text) if text else default
+            except ValueError:
+                raise SwechainError(f"{name}={text!r} is not a number") from None
+            if value <= 0:
+                raise SwechainError(f"{name}={text!r} must be above 0")
+            return value
+
+        default = cls()
+        return cls(
+            memory_bytes=int(number("SWECHAIN_BUILD_MEMORY_GB", default.memory_bytes / 2**30) * 2**30),
+            cpu_shares=int(number("SWECHAIN_BUILD_CPU_SHARES", default.cpu_shares)),
+            seconds=int(number("SWECHAIN_BUILD_SECONDS", default.seconds)),
+            size_bytes=int(number("SWECHAIN_BUILD_SIZE_GB", default.size_bytes / 2**30) * 2**30),
+        )
+
+    def container_limits(self) -> dict[str, int]:
+        return {"memory": self.memory_bytes, "memswap": self.memory_bytes, "cpushares": self.cpu_shares}
 
 
 @dataclass
@@ -151,33 +189,61 @@ class DockerSandbox:
         return image
 
     def build(
-        self, context: Path, dockerfile: str, tag: str, buildargs: dict[str, str], log: Path, network: str = "none"
+        self,
+        context: Path,
+        dockerfile: str,
+        tag: str,
+        buildargs: dict[str, str],
+        log: Path,
+        network: str = "none",
+        limits: BuildLimits | None = None,
     ) -> str:
-        """Build (with no network unless told otherwise), streaming the builder's output to ``log``."""
+        """Build (with no network unless told otherwise) within ``limits``, streaming the builder's
+        output to ``log``. Each RUN's container gets the memory and CPU limits; the build ends at
+        its time limit (the engine cancels a build whose client leaves); an image over the size
+        limit is removed."""
+        limits = limits or BuildLimits.from_env()
         log.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + limits.seconds
         with open(log, "w") as out:
+            stream = self.client.api.build(
+                path=str(context),
+                dockerfile=dockerfile,
+                tag=tag,
+                buildargs=buildargs,
+                network_mode=network,
+                rm=True,
+                forcerm=True,
+                decode=True,
+                labels={LABEL: "image"},
+                container_limits=limits.container_limits(),
+                timeout=limits.seconds,  # no output for that long ends the build too
+            )
             try:
-                for chunk in self.client.api.build(
-                    path=str(context),
-                    dockerfile=dockerfile,
-                    tag=tag,
-                    buildargs=buildargs,
-                    network_mode=network,
-                    rm=True,
-                    forcerm=True,
-                    decode=True,
-                    labels={LABEL: "image"},
-                ):
+                for chunk in stream:
                     if "stream" in chunk:
                         out.write(chunk["stream"])
                     if "error" in chunk:
                         out.write(chunk["error"])
                         raise SwechainError(f"image build of {tag} failed: {chunk['error'].strip()} (log: {log})")
+                    if time.monotonic() > deadline:
+                        raise SwechainError(f"image build of {tag} took over {limits.seconds} s: ended (log: {log})")
             except docker.errors.APIError as exc:
                 raise SwechainError(f"image build of {tag} failed: {exc} (log: {log})") from None
+            except (requests.RequestException, urllib3.exceptions.HTTPError):  # silent past the limit
+                raise SwechainError(f"image build of {tag} took over {limits.seconds} s: ended (log: {log})") from None
+            finally:
+                stream.close()
         image = self.image_id(tag)
         if image is None:
             raise SwechainError(f"image build of {tag} produced no image (log: {log})")
+        size = self.client.images.get(image).attrs.get("Size", 0)
+        if size > limits.size_bytes:
+            self.client.images.remove(tag, force=True)
+            raise SwechainError(
+                f"image {tag} is {size / 2**30:.1f} GiB, over the build limit of {limits.size_bytes / 2**30:.1f} GiB: "
+                f"removed (log: {log}; SWECHAIN_BUILD_SIZE_GB raises the limit)"
+            )
         return image
 
     # one-shot containers ----------------------------------------------------

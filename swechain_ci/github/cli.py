@@ -499,6 +499,7 @@ def smoke_plan(
     pr=, head_sha=, agents= and matrix= lines for $GITHUB_OUTPUT. A failure after the permission
     check is posted on the pull request and as a status on its head."""
     from swechain_ci.agents.manifest import parse_manifest
+    from swechain_ci.agents.recipe import check_recipe
     from swechain_ci.github.reporting import GitHubReporter
     from swechain_ci.markdown import block
 
@@ -540,6 +541,7 @@ def smoke_plan(
                             f"not exist at {sha[:12]}"
                         )
                     (folder / dockerfile).write_bytes(recipe[:100_000])
+                    check_recipe(folder / dockerfile, f"agents/{dockerfile}")
         except SwechainError as exc:
             reporter.upsert_comment(pr, SMOKE_KEY, "## Smoke run not started\n\n" + block(str(exc), 2000) + "\n")
             reporter.set_commit_status(sha, "failure", f"smoke run not started: {exc}", context="swechain-ci/smoke")
