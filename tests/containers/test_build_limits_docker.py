@@ -7,6 +7,7 @@ import http.server
 import subprocess
 import threading
 import time
+from typing import ClassVar
 
 import pytest
 
@@ -56,7 +57,7 @@ def test_a_build_step_past_its_memory_limit_fails(base, tmp_path):
 
 def test_an_image_over_the_size_limit_is_removed(base, tmp_path):
     sandbox, image = base
-    with pytest.raises(SwechainError, match="over the build limit of 0.1 GiB: removed"):
+    with pytest.raises(SwechainError, match=r"over the build limit of 0\.1 GiB: removed"):
         build(
             sandbox,
             tmp_path,
@@ -68,7 +69,7 @@ def test_an_image_over_the_size_limit_is_removed(base, tmp_path):
 
 
 class Recorder(http.server.BaseHTTPRequestHandler):
-    requests: list[str] = []
+    requests: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
         Recorder.requests.append(self.path)

@@ -123,7 +123,9 @@ def test_a_dispatch_of_a_workflow_on_events_it_does_not_trust():
     env, event = edited(
         "schedule_weekly", GITHUB_WORKFLOW_REF="acme/bench/.github/workflows/chain-run.yml@refs/heads/main"
     )
-    with pytest.raises(runner_hook.Refused, match=r"chain-run\.yml runs here on workflow_dispatch only, not on schedule"):
+    with pytest.raises(
+        runner_hook.Refused, match=r"chain-run\.yml runs here on workflow_dispatch only, not on schedule"
+    ):
         runner_hook.check(env, event)
 
 
