@@ -173,19 +173,38 @@ def chain_build(
     force: Annotated[bool, typer.Option(help="rebuild the oracle even if its inputs are unchanged")] = False,
     steps: Annotated[str | None, typer.Option(help="only steps A-B (1-based), e.g. 9-13")] = None,
     job_summary: Annotated[bool, typer.Option(help="also write the oracle table to $GITHUB_STEP_SUMMARY")] = False,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            help="rebuild every gold run (no stored oracle or kept run is reused) and check the result against "
+            "the committed chains/<id>/oracle.json instead of writing it; exit 2 on a mismatch"
+        ),
+    ] = False,
 ) -> None:
-    """Build the chain's images and oracle: which hidden tests each step must make pass."""
+    """Build the chain's images and oracle, and write its steps into the committed chains/<id>/oracle.json."""
     from swechain_ci.chain.definition import load_chain
     from swechain_ci.containers import images
     from swechain_ci.containers.sandbox import DockerSandbox
-    from swechain_ci.evaluation import oracle
+    from swechain_ci.evaluation import dataset, oracle
 
     loaded = load_chain(chain).select_steps(steps)
+    if verify:
+        dataset.require(loaded)  # a missing dataset is said before any image is built
     sandbox = DockerSandbox()
-    built = oracle.build(sandbox, loaded, images.ensure_images(sandbox, loaded), force=force)
+    built = oracle.build(sandbox, loaded, images.ensure_images(sandbox, loaded), force=force or verify)
     table = tabulate(oracle.summary_rows(built), headers="keys", tablefmt="github")
     typer.echo(table)
     typer.echo(f"\noracle stored at {oracle.oracle_path(loaded)}")
+    if verify:
+        stale = dataset.verify(loaded, built)
+        typer.echo(f"the rebuild of steps {loaded.step_range} reproduces {dataset.dataset_path(loaded)}")
+        for line in stale:
+            typer.echo(f"  same tests, other inputs ({line}): `chain build {loaded.id}` records the new inputs")
+    else:
+        path, changed = dataset.publish(loaded, built)
+        typer.echo(f"dataset written to {path}" + (": " if changed else " (no change in its tests)"))
+        for line in changed:
+            typer.echo(f"  {line}")
     if job_summary:
         from swechain_ci.github.reporting import write_job_summary
 
@@ -194,6 +213,25 @@ def chain_build(
             f"# Oracle of {loaded.id}, steps {loaded.step_range}\n\n{table}\n\n"
             f"{sane} of {len(built.sanity)} versions pass their sanity check.\n"
         )
+
+
+@chain_app.command("export")
+def chain_export(
+    chain: Annotated[str, typer.Argument(help="chain id or path, with a committed chains/<id>/oracle.json")],
+    output: Annotated[Path | None, typer.Option(help="file to write; standard output when unset")] = None,
+) -> None:
+    """The committed oracle as SWE-bench-style JSON lines: one instance per step, FAIL_TO_PASS and PASS_TO_PASS."""
+    from swechain_ci.chain.definition import load_chain
+    from swechain_ci.evaluation import dataset
+    from swechain_ci.records import write_text
+
+    published = dataset.require(load_chain(chain))
+    text = dataset.swebench_jsonl(published)
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        write_text(output, text)
+        typer.echo(f"{len(published.steps)} instances written to {output}")
 
 
 @chain_app.command("diff")
@@ -223,25 +261,43 @@ def chain_diff(
 @chain_app.command("compare")
 def chain_compare(
     chain: Annotated[str, typer.Argument(help="chain id or path; its oracle must be built")],
-    reference: Annotated[Path, typer.Option(help="the reference implementation's oracle folder for this chain")],
+    reference: Annotated[
+        Path,
+        typer.Option(
+            help="the reference implementation's oracle folder for this chain, or the folder above it "
+            "(its chain folder is found by the chain's paper_id)"
+        ),
+    ],
     details: Annotated[bool, typer.Option(help="list the tests each side alone counts, with why")] = True,
     steps: Annotated[str | None, typer.Option(help="the oracle built with --steps A-B")] = None,
 ) -> None:
-    """Agreement per step between our upgrade-related tests and the reference's, each difference explained."""
+    """Agreement per step between our upgrade-related tests and the reference's, each difference explained.
+
+    Ours is the committed chains/<id>/oracle.json where there is one, else the oracle built here."""
     from swechain_ci.chain.definition import load_chain
-    from swechain_ci.evaluation import oracle
+    from swechain_ci.evaluation import dataset, oracle
     from swechain_ci.evaluation.compare import compare
     from swechain_ci.models import ChainOracle
     from swechain_ci.records import read_model
 
     loaded = load_chain(chain).select_steps(steps)
+    published = dataset.load(loaded)
     path = oracle.oracle_path(loaded)
-    if not path.exists():
+    if published is not None:
+        wanted = range(loaded.step_offset + 1, loaded.step_offset + len(loaded.steps) + 1)
+        ours = dataset.as_oracle(published)
+        ours = ours.model_copy(update={"steps": [s for s in ours.steps if s.index in wanted]})
+        typer.echo(f"our oracle: {dataset.dataset_path(loaded)} (the committed dataset)")
+    elif path.exists():
+        ours = read_model(path, ChainOracle)
+        typer.echo(f"our oracle: {path} (built here; no committed dataset)")
+    else:
         selection = f" --steps {steps}" if steps else ""
         raise SwechainError(
-            f"no oracle for chain {loaded.id} at {path}: run `swechain-ci chain build {loaded.id}{selection}` first"
+            f"no oracle for chain {loaded.id}: neither {dataset.dataset_path(loaded)} nor {path}; "
+            f"run `swechain-ci chain build {loaded.id}{selection}` first"
         )
-    rows = compare(read_model(path, ChainOracle), reference)
+    rows = compare(ours, reference, loaded.config.paper_id)
     table = [
         [
             r.index,

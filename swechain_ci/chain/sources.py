@@ -493,6 +493,42 @@ UNREACHABLE_SIGNATURES = (
 )
 
 
+GIT_INSTEAD_OF_ENV = "SWECHAIN_GIT_INSTEAD_OF"
+
+
+def git_instead_of() -> list[tuple[str, str]]:
+    """``SWECHAIN_GIT_INSTEAD_OF``: mirrors for git sources, as git's own ``url.<base>.insteadOf``.
+
+    Entries ``<mirror>=<prefix>`` separated by newlines or ``;``: a source URL starting with
+    ``<prefix>`` is fetched from ``<mirror>`` instead (a local clone, a file:// URL or a closer
+    host). chain.yaml keeps the canonical URL; the checkout is the same commit either way, and the
+    source record names the mirror it came from. The user's own git config is not read (builds stay
+    hermetic), so this variable is the way to give git a mirror.
+    """
+    raw = os.environ.get(GIT_INSTEAD_OF_ENV, "")
+    pairs = []
+    for entry in re.split(r"[;\n]", raw):
+        if not entry.strip():
+            continue
+        mirror, sep, prefix = entry.strip().rpartition("=")
+        if not sep or not mirror or not prefix:
+            raise SwechainError(
+                f"{GIT_INSTEAD_OF_ENV}: '{entry.strip()}' is not <mirror>=<url prefix>; e.g. "
+                f"{GIT_INSTEAD_OF_ENV}=/srv/mirrors/jinja.git=https://github.com/pallets/jinja.git"
+            )
+        pairs.append((mirror, prefix))
+    return pairs
+
+
+def mirrored_url(url: str) -> str | None:
+    """The mirror git will fetch ``url`` from, by git's rule (the longest matching prefix wins)."""
+    matches = [(prefix, mirror) for mirror, prefix in git_instead_of() if url.startswith(prefix)]
+    if not matches:
+        return None
+    prefix, mirror = max(matches, key=lambda pair: len(pair[0]))
+    return mirror + url[len(prefix) :]
+
+
 def _git_env() -> dict[str, str]:
     return {
         **os.environ,
@@ -515,10 +551,19 @@ def _git_root(chain: Chain, version: str, source: GitSource) -> Path:
     def build(tree: Path) -> None:
         if source.url.startswith("-") or source.tag.startswith("-"):
             raise SwechainError(f"{where}: source url and tag must not start with '-'")
+        mirror = mirrored_url(source.url)
+        if mirror is not None:
+            record["mirror"] = mirror
+        instead = [
+            option
+            for mirror_base, prefix in git_instead_of()
+            for option in ("-c", f"url.{mirror_base}.insteadOf={prefix}")
+        ]
         command = [
             "git",
             "-c",
             "advice.detachedHead=false",
+            *instead,
             "clone",
             "--quiet",
             "--depth",
@@ -543,11 +588,13 @@ def _git_root(chain: Chain, version: str, source: GitSource) -> Path:
             if any(signature in problem for signature in UNREACHABLE_SIGNATURES):
                 raise SwechainError(
                     f"{where}: the source {source.url} is unreachable from this machine ({problem}); "
-                    "build this chain on a runner with network access, or point source.url at a reachable mirror"
+                    f"build this chain on a runner with network access, or give git a reachable mirror with "
+                    f"{GIT_INSTEAD_OF_ENV}=<mirror>=<url prefix>"
                 )
+            via = f" (from the mirror {mirror}, {GIT_INSTEAD_OF_ENV})" if mirror else ""
             raise SwechainError(
-                f"{where}: git clone of {source.url} at tag {source.tag} failed: {problem} "
-                "(check source.url and source.tag in chain.yaml)"
+                f"{where}: git clone of {source.url}{via} at tag {source.tag} failed: {problem} "
+                f"(check source.url and source.tag in chain.yaml{', and the mirror' if mirror else ''})"
             )
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, capture_output=True, env=_git_env())
         record["commit"] = head.stdout.decode().strip()

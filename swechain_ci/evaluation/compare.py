@@ -1,6 +1,7 @@
 """Cross-check our oracle with the reference implementation's published oracle results.
 
-The reference layout, per step prev -> next, in a chain folder:
+The reference layout, per step prev -> next, in a chain folder (``--reference`` may also name the
+folder above it, which holds one folder per chain, named by the paper's chain id):
 ``<next>/v<next>_test_results.json`` (new gold) and
 ``<next>/v<prev>_cross_test_results.json`` (old gold), each mapping test node
 ids to ``{status, ...}``. Upgrade-related = passed in new gold, and failed or
@@ -21,7 +22,22 @@ from swechain_ci.models import ChainOracle, Status, StepOracle
 
 BROKEN_REFERENCE = {"failed", "error"}
 # Differences with a known cause; any other leaves the step "unexplained".
-EXPLAINED = {"needs_network", "flaky", "reference failing", "collection error"}
+EXPLAINED = {"needs_network", "flaky", "reference failing", "collection error", "reference import hook"}
+
+# Frames of the reference's own import hook (its pytest plugin that tolerates a failed
+# ``from X import Y``) as they show in a traceback it recorded. In its old-code runs every import
+# passes through the hook, so one frame more sits between an importer and the import: code that
+# reads the traceback's depth (Flask's locate_app tells "module not found" from "ImportError inside
+# the module" by ``tb_next``) then fails there and passes here. Ordered; the first match names it.
+REFERENCE_ARTIFACTS: tuple[tuple[str, str, str], ...] = (
+    (
+        "safe_import_plugin.py",
+        "reference import hook",
+        "the reference's old-gold run failed with its import hook's frame in the traceback "
+        "(safe_import_plugin.py, _patched_import): an artifact of the reference's harness; "
+        "here the old code {ours}",
+    ),
+)
 
 
 class Difference(BaseModel):
@@ -46,10 +62,11 @@ class StepAgreement(BaseModel):
 
 
 class ReferenceRun(BaseModel):
-    """One published run: per-test statuses, and whether collection failed somewhere."""
+    """One published run: per-test statuses and messages, and whether collection failed somewhere."""
 
     statuses: dict[str, str]
     collection_error: bool
+    messages: dict[str, str] = {}
 
 
 def load_run(path: Path) -> ReferenceRun:
@@ -58,9 +75,33 @@ def load_run(path: Path) -> ReferenceRun:
     except (OSError, json.JSONDecodeError) as exc:
         raise SwechainError(f"{path}: cannot read reference results ({exc})") from None
     results = data.get("results", {}) if isinstance(data, dict) else {}
+    if not isinstance(results, dict) or not all(
+        isinstance(e, dict) and isinstance(e.get("status"), str) for e in results.values()
+    ):
+        raise SwechainError(f"{path}: cannot read reference results ('results' is not test id -> {{status, ...}})")
     return ReferenceRun(
         statuses={test: entry["status"] for test, entry in results.items()},
         collection_error=bool(data.get("collection_error")),
+        messages={t: str(e["message"]) for t, e in results.items() if e.get("message")},
+    )
+
+
+def reference_folder(reference: Path, paper_id: str | None, first_step: tuple[str, str]) -> Path:
+    """The chain's own folder of published results: ``reference`` itself, or its subfolder named by
+    the chain's paper id (``swe-chain-oracle/`` holds ``pyjwt_2.0.0_to_2.12.1/``)."""
+    if not reference.is_dir():
+        raise SwechainError(f"reference folder {reference} does not exist")
+    prev, next_ = first_step
+    if (reference / next_).is_dir():
+        return reference
+    if paper_id and (reference / paper_id).is_dir():
+        return reference / paper_id
+    chains = sorted(p.name for p in reference.iterdir() if p.is_dir() and "_to_" in p.name)
+    hint = f"; it holds {', '.join(chains)}" if chains else ""
+    wanted = f"{paper_id}/ nor " if paper_id else ""
+    raise SwechainError(
+        f"reference folder {reference} has neither {wanted}{next_}/ (results of step {prev} -> {next_}){hint}: "
+        "give the chain's folder of the reference's oracle/, or the folder above it with the chain's paper_id set"
     )
 
 
@@ -97,6 +138,9 @@ def only_theirs_cause(test: str, step: StepOracle, their_old: ReferenceRun) -> t
         return "collection error", "not collected in our new-gold run"
     if step.new_gold[test] != Status.passed:
         return "new gold differs", f"{step.new_gold[test].value} in our new-gold run, passed in the reference's"
+    for signature, cause, why in REFERENCE_ARTIFACTS:
+        if signature in their_old.messages.get(test, ""):
+            return cause, why.format(ours=step.old_gold.get(test, Status.failed).value)
     if test not in their_old.statuses and their_old.collection_error:
         return (
             "collection error",
@@ -133,9 +177,11 @@ def verdict(differences: list[Difference]) -> str:
     return f"differs: {len(unexplained)} of {len(differences)} unexplained"
 
 
-def compare(oracle: ChainOracle, reference: Path) -> list[StepAgreement]:
-    if not reference.is_dir():
-        raise SwechainError(f"reference folder {reference} does not exist")
+def compare(oracle: ChainOracle, reference: Path, paper_id: str | None = None) -> list[StepAgreement]:
+    if not oracle.steps:
+        return []
+    first = oracle.steps[0]
+    reference = reference_folder(reference, paper_id, (first.prev_version, first.next_version))
     rows = []
     for step in oracle.steps:
         their_new, their_old = reference_runs(reference, step.prev_version, step.next_version)
@@ -144,11 +190,17 @@ def compare(oracle: ChainOracle, reference: Path) -> list[StepAgreement]:
         union = ours | theirs
         differences = [
             Difference(
-                test=t, side="only ours", **dict(zip(("cause", "why"), only_ours_cause(t, step, their_new, their_old)))
+                test=t,
+                side="only ours",
+                **dict(zip(("cause", "why"), only_ours_cause(t, step, their_new, their_old), strict=True)),
             )
             for t in sorted(ours - theirs)
         ] + [
-            Difference(test=t, side="only theirs", **dict(zip(("cause", "why"), only_theirs_cause(t, step, their_old))))
+            Difference(
+                test=t,
+                side="only theirs",
+                **dict(zip(("cause", "why"), only_theirs_cause(t, step, their_old), strict=True)),
+            )
             for t in sorted(theirs - ours)
         ]
         rows.append(

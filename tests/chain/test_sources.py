@@ -527,3 +527,38 @@ def test_git_source_with_a_missing_tag(tagged_repo, tmp_path, monkeypatch):
     assert "v9.0" in message.split("failed: ")[1] and "\n" not in message
     assert message.endswith("(check source.url and source.tag in chain.yaml)")
     assert list((tmp_path / "home" / "sources" / "git").iterdir()) == []
+
+
+def test_a_git_source_is_fetched_from_the_mirror_git_instead_of_names(tagged_repo, tmp_path, monkeypatch):
+    """chain.yaml keeps the canonical URL; SWECHAIN_GIT_INSTEAD_OF points git at a mirror
+    (git's own url.<base>.insteadOf), and the checkout is the tag's commit."""
+    monkeypatch.setenv("SWECHAIN_HOME", str(tmp_path / "home"))
+    canonical = "https://git.invalid/pallets/demo.git"
+    mirrors = tmp_path / "mirrors" / "pallets"
+    mirrors.mkdir(parents=True)
+    git("clone", "-q", "--bare", str(tagged_repo), str(mirrors / "demo.git"), cwd=tmp_path)
+    mirror_base = (tmp_path / "mirrors").as_uri() + "/"
+    monkeypatch.setenv("SWECHAIN_GIT_INSTEAD_OF", f"/nowhere=https://other.invalid/;{mirror_base}=https://git.invalid/")
+    chain = git_chain(tmp_path, canonical, {"1.0": "v1.0", "2.0": "v2.0"})
+    two = sources.materialize(chain, "2.0")
+    assert (two.code / "demo/__init__.py").read_text() == "VERSION = 2\n"
+    record = json.loads((two.root.parent / "source.json").read_text())
+    assert record == {
+        "kind": "git",
+        "url": canonical,
+        "tag": "v2.0",
+        "mirror": f"{mirror_base}pallets/demo.git",
+        "commit": git("rev-parse", "v2.0^{commit}", cwd=tagged_repo),
+    }
+
+
+def test_a_malformed_git_mirror_setting_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("SWECHAIN_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SWECHAIN_GIT_INSTEAD_OF", "/srv/mirror-without-a-prefix")
+    chain = git_chain(tmp_path, "https://git.invalid/demo.git", {"1.0": "v1.0", "2.0": "v2.0"})
+    with pytest.raises(SwechainError) as caught:
+        sources.source_root(chain, "1.0")
+    assert str(caught.value) == (
+        "SWECHAIN_GIT_INSTEAD_OF: '/srv/mirror-without-a-prefix' is not <mirror>=<url prefix>; e.g. "
+        "SWECHAIN_GIT_INSTEAD_OF=/srv/mirrors/jinja.git=https://github.com/pallets/jinja.git"
+    )

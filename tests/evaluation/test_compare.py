@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.compare import compare
 from swechain_ci.models import ChainOracle, Status, StepOracle
 
@@ -14,12 +15,17 @@ P, F, E = Status.passed, Status.failed, Status.error
 NET = "tests/test_net.py::test_fetch"
 
 
-def reference_run(folder: Path, name: str, statuses: dict[str, str], collection_error: str = "") -> None:
+def reference_run(
+    folder: Path, name: str, statuses: dict[str, str], collection_error: str = "", messages: dict | None = None
+) -> None:
     folder.mkdir(parents=True, exist_ok=True)
+    messages = messages or {}
     (folder / name).write_text(
         json.dumps(
             {
-                "results": {t: {"status": s, "duration": 0.1, "message": ""} for t, s in statuses.items()},
+                "results": {
+                    t: {"status": s, "duration": 0.1, "message": messages.get(t, "")} for t, s in statuses.items()
+                },
                 "collection_error": collection_error,
             }
         )
@@ -150,3 +156,67 @@ def test_each_difference_is_explained_by_its_cause(
         assert row.verdict == "differs: 1 of 1 unexplained"
     else:
         assert row.verdict == f"explained ({cause})"
+
+
+# The message the reference recorded for Flask 2.1.0's test_scriptinfo on 2.0.3's code (abridged).
+HOOK_TRACEBACK = (
+    "E   flask.cli.NoAppException: While importing 'cliapp.wsgi', an ImportError was raised:\n"
+    'E     File "/app/code/src/flask/cli.py", line 260, in locate_app\n'
+    'E     File "/tmp/pytest-plugins/safe_import_plugin.py", line 35, in _patched_import\n'
+    "E   ModuleNotFoundError: No module named 'cliapp.wsgi'"
+)
+
+
+def test_the_reference_import_hook_frame_explains_an_old_gold_failure(tmp_path):
+    """Flask's locate_app reads the traceback depth; the reference's hook adds a frame in its
+    old-code runs, so the test fails there and passes here."""
+    test = "tests/test_cli.py::test_scriptinfo"
+    new_gold, old_gold = {test: P}, {test: P}
+    step = StepOracle(
+        index=4, prev_version="1.0", next_version="1.1", new_gold=new_gold, old_gold=old_gold, upgrade_related=[]
+    )
+    oracle = ChainOracle(
+        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
+    )
+    reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {test: "passed"})
+    reference_run(
+        tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {test: "failed"}, messages={test: HOOK_TRACEBACK}
+    )
+    [row] = compare(oracle, tmp_path / "ref")
+    [difference] = row.differences
+    assert (difference.side, difference.cause) == ("only theirs", "reference import hook")
+    assert "here the old code passed" in difference.why
+    assert row.verdict == "explained (reference import hook)"
+
+
+def test_a_failure_without_the_hook_frame_stays_unexplained(tmp_path):
+    test = "tests/test_cli.py::test_scriptinfo"
+    row = one_step(tmp_path, {test: (P, P)}, {test: "passed"}, {test: "failed"})
+    assert row.differences[0].cause == "old gold differs"
+
+
+def test_the_folder_above_the_chain_is_found_by_paper_id(tmp_path):
+    one_step(tmp_path, {"t::a": (P, F)}, {"t::a": "passed"}, {"t::a": "failed"})
+    above = tmp_path / "swe-chain-oracle"
+    above.mkdir()
+    (tmp_path / "ref").rename(above / "demo_1.0_to_1.1")
+    step = StepOracle(
+        index=1,
+        prev_version="1.0",
+        next_version="1.1",
+        new_gold={"t::a": P},
+        old_gold={"t::a": F},
+        upgrade_related=["t::a"],
+    )
+    oracle = ChainOracle(
+        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
+    )
+    [row] = compare(oracle, above, paper_id="demo_1.0_to_1.1")
+    assert (row.both, row.verdict) == (["t::a"], "agree")
+    with pytest.raises(SwechainError) as caught:
+        compare(oracle, above, paper_id="other_1.0_to_1.1")
+    assert str(caught.value) == (
+        f"reference folder {above} has neither other_1.0_to_1.1/ nor 1.1/ (results of step 1.0 -> 1.1); "
+        "it holds demo_1.0_to_1.1: give the chain's folder of the reference's oracle/, or the folder above it "
+        "with the chain's paper_id set"
+    )
