@@ -1,35 +1,37 @@
-"""Specification levels L1–L5 of a task set (SEMANTICS.md, "Specifications (DecompSynth)").
+"""Specification levels L2–L5 of a task set (SEMANTICS.md, "Specifications (DecompSynth)").
 
 A *task set* (:class:`TaskSet`) is what DecompSynth produces for one step, or what
 ``swechain-ci specs import`` reads: one :class:`TaskSpec` per task, with the fields the
-definition names. This module renders it at a level:
+definition names. This module renders it at a level (L1, the release notes, is ``render.py``'s):
 
 ======  =====================================================================
-level   what each task shows
+level   what each numbered task shows
 ======  =====================================================================
-L1      the raw release notes (the text of linked issues and pull requests
-        is not available here, and the specification says so)
-L2      its problem statement
-L3      L2 + the *conceptual* expectation and constraints (the default)
-L4      L2 + the *grounded* expectation and constraints
-L5      L4 + the behaviours and the acceptance criteria
+L2      its problem statement (ours: the reference has no such rendering)
+L3      + the *conceptual* expectation and constraints (the reference's default,
+        the paper's level and the benchmark's default)
+L4      + the *grounded* expectation and constraints instead
+L5      L4 + the acceptance criteria and the behaviours, in that order
 ======  =====================================================================
 
-Layout (as the reference implementation renders its specifications): tasks are grouped
-by type in the order of :data:`GROUPS` and numbered 1, 2, ... across the groups, in
-task-set order within a group. A task that DecompSynth matched to no code hunk is listed
-under "Additional changes" with its problem statement only, at every level from L2 on.
-With the interface section (``interface.render_interface``) appended, a level is named
-``<level>+interface`` (its own files, never mixed with the plain level).
+Layout: the reference's (its ``synthetic/specs_extractor.py``), to the byte: ``# Upgrade
+Specification from A to B``; type groups with its headings in its order (:data:`GROUPS`), tasks
+numbered 1, 2, ... across them as ``### Task <n> <title>``; ``## Additional Changes`` with the
+problem statement of every task matched to no code hunk and of every task Complete found;
+``## File Changes`` (files the code diff adds or renames). L3 is what the reference writes from
+the same task set; L2, L4 and L5 are ours in its layout (L4 and L5 are its renderer's
+``--granularity grounded`` and ``--include-criteria --include-behavioral``). With the interface
+section (``interface.render_interface``) appended, a level is named ``<level>+interface``.
 
-``specs/<chain>/<prev>-<next>/L<n>.md`` is what an agent reads; ``L<n>.json`` next to it
-holds the same content as data (:class:`LevelSpec`). Only files written by
-``specs synth`` or ``specs import`` are ever overwritten (first line of the Markdown,
-``generated_by`` of the JSON); anything else stops the write.
+``specs/<chain>/<prev>-<next>/L<n>.md`` is what an agent reads, with nothing added (no marker
+line); ``L<n>.json`` next to it holds the same content as data (:class:`LevelSpec`), its writer
+and the digest of the Markdown written. Only files whose JSON twin says ``specs synth`` or
+``specs import`` wrote them, and whose Markdown still has that digest, are ever overwritten.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Annotated, Literal
@@ -40,7 +42,7 @@ from swechain_ci.errors import SwechainError
 from swechain_ci.records import write_text
 from swechain_ci.specs.changelog import ReleaseNotes, ReleaseTask
 from swechain_ci.specs.interface import InterfaceChanges, render_interface
-from swechain_ci.specs.store import split_level, spec_path
+from swechain_ci.specs.store import spec_path
 
 Level = Literal["L1", "L2", "L3", "L4", "L5"]
 LEVELS: tuple[Level, ...] = ("L1", "L2", "L3", "L4", "L5")
@@ -58,34 +60,28 @@ IMPORT = "swechain-ci specs import"
 Generator = Literal["swechain-ci specs synth", "swechain-ci specs import"]
 GENERATORS: tuple[str, ...] = (SYNTH, IMPORT)
 
-# Headings of the type groups, in the order the reference implementation renders them.
+# The reference's type-group headings (its synthetic/specs_extractor.py, TASK_TYPE_MAP), in its order.
 GROUPS: dict[str, str] = {
-    "FEATURE": "New features",
-    "FIX": "Bug fixes",
-    "DEPENDENCY": "Dependency updates",
-    "BREAKING": "Breaking changes",
-    "TYPING": "Typing updates",
+    "FEATURE": "New Features",
+    "FIX": "Bug Fixes",
+    "DEPENDENCY": "Dependency Updates",
+    "BREAKING": "Breaking Changes",
+    "TYPING": "Typing Updates",
     "DOCUMENTATION": "Documentation",
-    "PERFORMANCE": "Performance improvements",
+    "PERFORMANCE": "Performance Improvements",
     "REFACTOR": "Refactors",
-    "OTHER": "Other changes",
+    "OTHER": "Others",
 }
-ADDITIONAL = "Additional changes"
-LEVEL_TITLES: dict[str, str] = {
-    "L1": "release notes",
-    "L2": "problem statements",
-    "L3": "conceptual",
-    "L4": "grounded",
-    "L5": "grounded, with behaviour and acceptance criteria",
-}
-LEVEL_INTROS: dict[str, str] = {
-    "L2": "Each task states a problem the new version solves.",
-    "L3": "Each task states a problem the new version solves, with the expected outcome and the constraints "
-          "in conceptual terms.",
-    "L4": "Each task states a problem the new version solves, with the expected outcome and the constraints "
-          "grounded in the code.",
-    "L5": "Each task states a problem the new version solves, with the expected outcome and the constraints "
-          "grounded in the code, its behaviour and its acceptance criteria.",
+ADDITIONAL = "Additional Changes"
+FILE_CHANGES = "File Changes"
+# What each level shows of a numbered task (the reference's SpecsExtractor.render flags:
+# granularity, include_criteria, include_behavioral). L3 is the reference's default and the
+# paper's level; L2 (no expectation or constraints) is ours.
+LEVEL_FIELDS: dict[str, tuple[Granularity | None, bool]] = {
+    "L2": (None, False),
+    "L3": ("conceptual", False),
+    "L4": ("grounded", False),
+    "L5": ("grounded", True),
 }
 
 
@@ -177,7 +173,7 @@ class LevelTask(Strict):
 class LevelSpec(Strict):
     """``L<n>.json``: one step's specification at one level, as data."""
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1, 2] = 2  # 2: file_changes, markdown, markdown_sha256
     generated_by: Generator
     level: str = Field(pattern=r"^L[1-5](\+interface)?$")  # "+interface": with the interface section
     granularity: Granularity | None  # of expectation and constraints (L3-L5)
@@ -190,7 +186,11 @@ class LevelSpec(Strict):
     release_notes: ReleaseNotes | None = None  # L1 only
     tasks: list[LevelTask] = Field(default_factory=list)  # numbered, grouped by type (L2-L5)
     additional: list[LevelTask] = Field(default_factory=list)  # tasks without code: problem statement only
+    file_changes: list[str] = Field(default_factory=list)  # "- Add file `p`", "- Rename from `a` to `b`"
     interface: InterfaceChanges | None = None
+    # "published": L<n>.md is the dataset's own text, byte for byte; "rendered": rendered from this record.
+    markdown: Literal["rendered", "published"] = "rendered"
+    markdown_sha256: str | None = None  # of L<n>.md as written (a file that no longer matches is not ours)
 
 
 def granularity_of(level: str) -> Granularity | None:
@@ -205,8 +205,9 @@ def parse_levels(text: str, allowed: tuple[str, ...] = LEVELS) -> list[str]:
         if not level:
             continue
         if level not in allowed:
-            raise SwechainError(f"unknown or unsupported level {part.strip()!r}; use a comma-separated list of "
-                                f"{', '.join(allowed)}")
+            raise SwechainError(
+                f"unknown or unsupported level {part.strip()!r}; use a comma-separated list of {', '.join(allowed)}"
+            )
         if level not in chosen:
             chosen.append(level)
     if not chosen:
@@ -217,132 +218,113 @@ def parse_levels(text: str, allowed: tuple[str, ...] = LEVELS) -> list[str]:
 def level_task(spec: TaskSpec, level: str, number: int | None) -> LevelTask:
     """What ``level`` shows of one task (under "Additional changes": the problem statement only)."""
     req = spec.synthesized_requirement
-    view = LevelTask(number=number, task_id=spec.task_id, title=spec.title, type=spec.type,
-                     problem_statement=req.problem_statement)
-    if number is None or level == "L2":
+    view = LevelTask(
+        number=number, task_id=spec.task_id, title=spec.title, type=spec.type, problem_statement=req.problem_statement
+    )
+    granularity, lists = LEVEL_FIELDS[level]
+    if number is None or granularity is None:
         return view
-    granularity = granularity_of(level)
     view.expectation = getattr(req.expectation, granularity)
     view.constraints = getattr(req.constraints, granularity)
-    if level == "L5":
+    if lists:
         view.behavior = list(req.behavior)
         view.acceptance_criteria = list(req.acceptance_criteria)
     return view
 
 
+def numbered(task: SpecTask) -> bool:
+    """As the reference arranges a task set: a task is numbered when it has code hunks (unknown
+    for an import of specifications alone); a release-note task without any, and every task
+    Complete found (those have no entry in the reference's task-to-hunks map), are listed under
+    "Additional Changes", problem statement only."""
+    return task.origin != "complete" and (task.code_hunks is None or bool(task.code_hunks))
+
+
 def arrange(tasks: list[SpecTask]) -> tuple[list[SpecTask], list[SpecTask]]:
-    """(numbered tasks in group order, additional tasks): a task with zero code hunks is additional."""
-    main = [t for t in tasks if t.code_hunks is None or t.code_hunks]
-    extra = [t for t in tasks if t.code_hunks is not None and not t.code_hunks]
+    """(numbered tasks in group order, additional tasks in task-set order)."""
+    main = [t for t in tasks if numbered(t)]
+    extra = [t for t in tasks if not numbered(t)]
     ordered = [t for group in GROUPS for t in main if t.spec.type == group]
     return ordered, extra
 
 
 def build_level(
-    task_set: TaskSet, level: str, interface: InterfaceChanges | None = None, generated_by: str = SYNTH,
-    source: str | None = None, note: str | None = None,
+    task_set: TaskSet,
+    level: str,
+    interface: InterfaceChanges | None = None,
+    generated_by: str = SYNTH,
+    source: str | None = None,
+    note: str | None = None,
+    file_changes: list[str] | None = None,
 ) -> LevelSpec:
-    if level not in LEVELS:
-        raise SwechainError(f"unknown level {level!r}; the levels are {', '.join(LEVELS)}")
+    if level not in SPEC_LEVELS:
+        raise SwechainError(
+            f"a task set renders {', '.join(SPEC_LEVELS)}, not {level!r}; L1 comes from `swechain-ci specs render`"
+        )
     common = dict(
-        generated_by=generated_by, level=level, granularity=granularity_of(level), chain=task_set.chain,
-        package=task_set.package, prev_version=task_set.prev_version, next_version=task_set.next_version,
-        source=source or task_set.source, note=note, interface=interface,
+        generated_by=generated_by,
+        level=level,
+        granularity=granularity_of(level),
+        chain=task_set.chain,
+        package=task_set.package,
+        prev_version=task_set.prev_version,
+        next_version=task_set.next_version,
+        source=source or task_set.source,
+        note=note,
+        interface=interface,
     )
-    if level == "L1":
-        if task_set.release_notes is None:
-            raise SwechainError(
-                f"{task_set.package} {task_set.prev_version} -> {task_set.next_version}: this task set holds no "
-                "release notes, so it has no L1; render L1 with `swechain-ci specs render`"
-            )
-        return LevelSpec(**common, release_notes=task_set.release_notes)
     ordered, extra = arrange(task_set.tasks)
     return LevelSpec(
         **common,
         tasks=[level_task(t.spec, level, n) for n, t in enumerate(ordered, start=1)],
         additional=[level_task(t.spec, level, None) for t in extra],
+        file_changes=list(file_changes or []),
     )
 
 
 # --------------------------------------------------------------------------- Markdown
 
 
-def marker(generated_by: str, level: str) -> str:
-    return f"<!-- generated by `{generated_by}` (level {level}); regenerate it rather than edit it -->"
-
-
-def _item(label: str, text: str) -> list[str]:
-    first, *rest = text.strip().split("\n")
-    return [f"- **{label}:** {first}", *[f"  {line}" if line.strip() else "" for line in rest]]
-
-
-def _items(label: str, items: list[str]) -> list[str]:
-    lines = [f"- **{label}:**"]
-    for item in items:
-        first, *rest = item.strip().split("\n")
-        lines += [f"  - {first}", *[f"    {line}" if line.strip() else "" for line in rest]]
-    return lines
-
-
-def _task_markdown(task: LevelTask) -> list[str]:
-    lines = [f"### Task {task.number}: {task.title}", "", task.problem_statement.strip(), ""]
-    fields: list[str] = []
+def _task_markdown(task: LevelTask) -> str:
+    """One numbered task as the reference renders it (SpecsExtractor.render_task): text as it is."""
+    lines = [f"### Task {task.number} {task.title}", task.problem_statement]
+    if task.expectation is not None or task.acceptance_criteria is not None:
+        lines.append("")  # L2 (ours) has nothing after the problem statement
     if task.expectation is not None:
-        fields += _item("Expectation", task.expectation)
-    if task.constraints is not None:
-        fields += _item("Constraints", task.constraints)
-    if task.behavior is not None:
-        fields += _items("Behaviour", task.behavior)
+        lines += [f"- **Expectation**: {task.expectation}", "", f"- **Constraints**: {task.constraints}", ""]
     if task.acceptance_criteria is not None:
-        fields += _items("Acceptance criteria", task.acceptance_criteria)
-    return lines + (fields + [""] if fields else [])
-
-
-def render_level_markdown(spec: LevelSpec) -> str:
-    """The Markdown an agent reads (``L<n>.md``)."""
-    from swechain_ci.specs.render import render_release_notes
-
-    head = (
-        f"Upgrade the code from {spec.package} {spec.prev_version} to {spec.next_version}. "
-    )
-    follow = " The changes of the public interface follow." if spec.interface is not None else ""
-    lines = [
-        marker(spec.generated_by, spec.level),
-        f"# {spec.package} {spec.prev_version} → {spec.next_version}: upgrade specification "
-        f"({spec.level}, {LEVEL_TITLES[split_level(spec.level)[0]]})",
-        "",
-    ]
-    if split_level(spec.level)[0] == "L1":
-        assert spec.release_notes is not None
-        lines += [
-            head + f"The tasks are the release notes of {spec.next_version}, as written; the text of the issues "
-            "and pull requests they link to is not available here." + follow,
-            "",
-            render_release_notes(spec.release_notes, spec.package).rstrip(),
-            "",
-        ]
-    else:
-        lines += [head + LEVEL_INTROS[split_level(spec.level)[0]] + follow, ""]
-        if not spec.tasks and not spec.additional:
-            lines += ["This release has no task with an observable change.", ""]
-        group = None
-        for task in spec.tasks:
-            if task.type != group:
-                group = task.type
-                lines += [f"## {GROUPS[group]}", ""]
-            lines += _task_markdown(task)
-        if spec.additional:
-            lines += [f"## {ADDITIONAL}", ""]
-            for task in spec.additional:
-                first, *rest = task.problem_statement.strip().split("\n")
-                lines += [f"- {first}", *[f"  {line}" if line.strip() else "" for line in rest]]
-            lines += [""]
-    if spec.interface is not None:
-        lines += [render_interface(spec.interface).rstrip(), ""]
+        lines += ["- **Acceptance Criteria:**", *(f"  - {item}" for item in task.acceptance_criteria), ""]
+    if task.behavior is not None:
+        lines += ["- **Behavioral Description:**", *(f"  - {item}" for item in task.behavior), ""]
     return "\n".join(lines)
 
 
+def render_level_markdown(spec: LevelSpec) -> str:
+    """The Markdown an agent reads (``L<n>.md``), in the reference's layout: its title, type
+    groups in its order, tasks numbered across them, "Additional Changes" (problem statements of
+    the tasks without code), "File Changes"; with ``+interface``, the interface section last.
+    At L3 this is byte for byte what the reference writes from the same task set."""
+    sections = [f"# Upgrade Specification from {spec.prev_version} to {spec.next_version}"]
+    group: str | None = None
+    for task in spec.tasks:
+        if task.type != group:
+            group = task.type
+            sections.append(f"## {GROUPS[group]}")
+        sections[-1] += "\n\n" + _task_markdown(task)
+    if spec.additional:
+        sections.append("\n".join([f"## {ADDITIONAL}", *(f"- {t.problem_statement}" for t in spec.additional)]))
+    if spec.file_changes:
+        sections.append("\n".join([f"## {FILE_CHANGES}", *spec.file_changes]))
+    if spec.interface is not None:
+        sections.append(render_interface(spec.interface).rstrip())
+    return "\n\n".join(sections)
+
+
 # --------------------------------------------------------------------------- files
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def level_files(chain, prev: str, next_: str, level: str) -> tuple[Path, Path]:
@@ -350,22 +332,33 @@ def level_files(chain, prev: str, next_: str, level: str) -> tuple[Path, Path]:
     return md, md.with_suffix(".json")
 
 
-def check_writable(md: Path, js: Path) -> None:
-    """Refuse to overwrite a file that ``specs synth`` or ``specs import`` did not write."""
+def _record(js: Path) -> dict | None:
+    try:
+        data = json.loads(js.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def check_writable(md: Path, js: Path, also: tuple[str, ...] = ()) -> None:
+    """Refuse to overwrite a file that ``specs synth`` or ``specs import`` (or a generator in
+    ``also``) did not write: the JSON twin names its writer and the digest of the Markdown it
+    wrote, so a hand-edited ``L<n>.md`` is left alone (files of schema 1 carry a marker line)."""
+    ours = (*GENERATORS, *also)
+    record = _record(js) if js.exists() else None
+    if js.exists() and (record is None or record.get("generated_by") not in ours):
+        raise SwechainError(
+            f"{js}: exists and was not written by `{SYNTH}` or `{IMPORT}`; move it away to write this level there"
+        )
     if md.exists():
-        first = md.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
-        if not any(first.startswith(f"<!-- generated by `{g}`") for g in GENERATORS):
+        text = md.read_text(encoding="utf-8", errors="replace")
+        first = text.split("\n", 1)[0]
+        marked = any(first.startswith(f"<!-- generated by `{g}`") for g in ours)
+        recorded = record is not None and record.get("markdown_sha256") == digest(text)
+        if not (marked or recorded):
             raise SwechainError(
-                f"{md}: exists and was not written by `{SYNTH}` or `{IMPORT}`; move it away to write this level there"
-            )
-    if js.exists():
-        try:
-            generator = json.loads(js.read_text(encoding="utf-8")).get("generated_by")
-        except (ValueError, AttributeError):
-            generator = None
-        if generator not in GENERATORS:
-            raise SwechainError(
-                f"{js}: exists and was not written by `{SYNTH}` or `{IMPORT}`; move it away to write this level there"
+                f"{md}: exists and was not written by `{SYNTH}` or `{IMPORT}` (or was edited since); move it away "
+                "to write this level there"
             )
 
 
@@ -373,16 +366,23 @@ def with_interface(chain, spec: LevelSpec) -> LevelSpec:
     """``spec`` as level ``<level>+interface``: the interface section appended."""
     from swechain_ci.specs.interface import chain_interface_changes
 
-    return spec.model_copy(update={
-        "level": spec.level + "+interface",
-        "interface": chain_interface_changes(chain, spec.prev_version, spec.next_version),
-    })
+    return spec.model_copy(
+        update={
+            "level": spec.level + "+interface",
+            "interface": chain_interface_changes(chain, spec.prev_version, spec.next_version),
+        }
+    )
 
 
-def write_level(chain, spec: LevelSpec) -> tuple[Path, Path]:
-    """``L<n>.md`` and ``L<n>.json`` of one step (atomically, each)."""
+def write_level(chain, spec: LevelSpec, published: str | None = None, also: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    """``L<n>.md`` and ``L<n>.json`` of one step (atomically, each). ``published``: the text the
+    agent reads, as the dataset has it (else the spec rendered)."""
     md, js = level_files(chain, spec.prev_version, spec.next_version, spec.level)
-    check_writable(md, js)
-    write_text(md, render_level_markdown(spec))
+    check_writable(md, js, also)
+    text = render_level_markdown(spec) if published is None else published
+    spec = spec.model_copy(
+        update={"markdown": "rendered" if published is None else "published", "markdown_sha256": digest(text)}
+    )
+    write_text(md, text)
     write_text(js, spec.model_dump_json(indent=2) + "\n")
     return md, js
