@@ -1,4 +1,4 @@
-"""``swechain-ci specs``: render L1, synthesize L2-L5 (DecompSynth), import published specs, list levels."""
+"""``swechain-ci specs``: render L1, synthesize L2-L5 (DecompSynth), fetch and import the published specs, list levels."""
 
 from __future__ import annotations
 
@@ -19,8 +19,11 @@ def specs_render(
     chain: Annotated[str, typer.Argument(help="chain id (chains/<id>/chain.yaml) or path")],
     level: Annotated[str, typer.Option(help="the level to render; only L1 is deterministic")] = "L1",
     interface: Annotated[
-        bool, typer.Option("--interface/--no-interface",
-                           help="also write L1+interface: L1 plus the interface section (from the code, via ast)")
+        bool,
+        typer.Option(
+            "--interface/--no-interface",
+            help="also write L1+interface: L1 plus the interface section (from the code, via ast)",
+        ),
     ] = False,
     steps: Annotated[str | None, typer.Option(help="only steps A-B (1-based), e.g. 9-13")] = None,
 ) -> None:
@@ -37,13 +40,15 @@ def specs_render(
     rows = []
     for md, _, spec in written:
         notes = spec.release_notes
-        rows.append([
-            f"{spec.prev_version} → {spec.next_version}",
-            len(notes.tasks) if notes.found else "none shipped",
-            notes.source_file or "-",
-            "-" if spec.interface is None else ("none" if spec.interface.empty else "yes"),
-            md.relative_to(project_root()) if md.is_relative_to(project_root()) else md,
-        ])
+        rows.append(
+            [
+                f"{spec.prev_version} → {spec.next_version}",
+                len(notes.tasks) if notes.found else "none shipped",
+                notes.source_file or "-",
+                "-" if spec.interface is None else ("none" if spec.interface.empty else "yes"),
+                md.relative_to(project_root()) if md.is_relative_to(project_root()) else md,
+            ]
+        )
     headers = ["step", "tasks", "changelog", "interface changes", "written"]
     typer.echo(tabulate(rows, headers=headers, tablefmt="github"))
 
@@ -63,8 +68,10 @@ def specs_list(chain: Annotated[str, typer.Argument(help="chain id (chains/<id>/
         for md in files:
             rows.append(["", "", f"{md.stem}: {provenance(md)}"])
     typer.echo(tabulate(rows, headers=["step", "upgrade", "levels (and where each came from)"], tablefmt="github"))
-    typer.echo(f"\nlevels present for every step: {', '.join(levels_available(loaded)) or 'none'}; "
-               f"default level: {loaded.config.default_spec_level}")
+    typer.echo(
+        f"\nlevels present for every step: {', '.join(levels_available(loaded)) or 'none'}; "
+        f"default level: {loaded.config.default_spec_level}"
+    )
 
 
 @specs_app.command("synth")
@@ -79,8 +86,11 @@ def specs_synth(
     ] = None,
     levels: Annotated[str, typer.Option(help="levels to write, comma-separated, from L2,L3,L4,L5")] = "L2,L3,L4,L5",
     interface: Annotated[
-        bool, typer.Option("--interface/--no-interface",
-                           help="also write <level>+interface, with the interface section (from the code, via ast)")
+        bool,
+        typer.Option(
+            "--interface/--no-interface",
+            help="also write <level>+interface, with the interface section (from the code, via ast)",
+        ),
     ] = False,
     jobs: Annotated[int, typer.Option(min=1, help="requests in flight at once")] = 4,
 ) -> None:
@@ -103,42 +113,117 @@ def specs_synth(
         tasks = record.task_set.tasks
         notes = sum(1 for t in tasks if t.origin == "release_notes")
         folder = written[0].parent if written else None
-        rows.append([
-            f"{record.prev_version} → {record.next_version}",
-            f"{notes} + {len(tasks) - notes}",
-            f"{len(record.code_hunks)} in {len(record.batches)}",
-            f"{record.this_run.total.requests} / {record.usage.total.requests}",
-            f"${record.usage.total.cost_usd:.4f}",
-            (folder.relative_to(root) if folder and folder.is_relative_to(root) else folder) or "-",
-        ])
+        rows.append(
+            [
+                f"{record.prev_version} → {record.next_version}",
+                f"{notes} + {len(tasks) - notes}",
+                f"{len(record.code_hunks)} in {len(record.batches)}",
+                f"{record.this_run.total.requests} / {record.usage.total.requests}",
+                f"${record.usage.total.cost_usd:.4f}",
+                (folder.relative_to(root) if folder and folder.is_relative_to(root) else folder) or "-",
+            ]
+        )
     headers = ["step", "tasks (notes + extra)", "hunks in batches", "requests (now / all)", "cost", "written"]
     typer.echo(tabulate(rows, headers=headers, tablefmt="github"))
     total = sum(r.this_run.total.cost_usd for r, _ in results)
     typer.echo(f"\nmodel {model}; this run: ${total:.4f}; levels {', '.join(chosen)}")
 
 
+def _import_table(results, unknown: list[str]) -> None:
+    rows = []
+    for r in results:
+        status = r.error or (
+            f"{r.written} of {r.steps} steps at {r.levels}"
+            + (f"; no row for {', '.join(r.missing_steps)}" if r.missing_steps else "")
+        )
+        rows.append([r.chain, r.paper_id, "failed" if r.error else "imported", status])
+    typer.echo(tabulate(rows, headers=["chain", "paper id", "result", "steps written / error"], tablefmt="github"))
+    if unknown:
+        typer.echo(f"\nnot a chain here (no chains/*/chain.yaml with that paper_id): {', '.join(unknown)}")
+    failed = [r for r in results if r.error]
+    if failed:
+        from swechain_ci.errors import SwechainError
+
+        raise SwechainError(
+            f"{len(failed)} of {len(results)} chains not imported (nothing written for them); first: {failed[0].error}"
+        )
+
+
+@specs_app.command("fetch")
+def specs_fetch(
+    repo_id: Annotated[str, typer.Option(help="the dataset on the Hub (the reference's load_dataset.py)")] = "",
+    revision: Annotated[str, typer.Option(help="branch, tag or commit of the dataset")] = "main",
+    chains: Annotated[
+        str | None, typer.Option(help="only these chains, comma-separated; default all it covers")
+    ] = None,
+    level: Annotated[
+        str | None,
+        typer.Option(help="levels to write, comma-separated, from L2,L3,L4,L5; default: what the dataset's text holds"),
+    ] = None,
+    interface: Annotated[bool, typer.Option("--interface/--no-interface", help="also write <level>+interface")] = False,
+) -> None:
+    """Download the SWE-Chain dataset with huggingface_hub (HF_ENDPOINT, HF_HUB_CACHE and
+    HF_HUB_OFFLINE are honoured; the cached copy is used when the Hub is out of reach) and
+    import the published specifications of every chain it covers: all steps of a chain or none."""
+    from swechain_ci.specs.dataset import DATASET, fetch_dataset, import_covered
+    from swechain_ci.specs.levels import SPEC_LEVELS, parse_levels
+
+    chosen = parse_levels(level, SPEC_LEVELS) if level else None
+    fetched = fetch_dataset(repo_id or DATASET, revision)
+    where = (
+        f"commit {fetched.commit}" if fetched.commit else f"the cached copy (Hub not reached: {fetched.offline_reason})"
+    )
+    typer.echo(f"{fetched.repo_id} {fetched.revision} from {fetched.endpoint}: {where}")
+    wanted = [c.strip() for c in chains.split(",") if c.strip()] if chains else None
+    results, unknown = [], []
+    for file in fetched.files:
+        typer.echo(f"  {file}")
+        got, missing = import_covered(Path(file), wanted, chosen, interface)
+        results += got
+        unknown += missing
+    _import_table(results, sorted(set(unknown)))
+
+
 @specs_app.command("import")
 def specs_import(
-    source: Annotated[str, typer.Argument(
-        help="the dataset's data/specs_chain.parquet, the reference's metadata/ folder (or its <chain_id> folder), "
-             "or <chain>_specs_chain.jsonl")],
-    chain: Annotated[str, typer.Option(help="chain id (chains/<id>/chain.yaml) or path")],
-    level: Annotated[str | None, typer.Option(
-        help="levels to write, comma-separated, from L2,L3,L4,L5; default: all four from a metadata folder, "
-             "else L3 (the paper's)")] = None,
+    source: Annotated[
+        str,
+        typer.Argument(
+            help="the dataset's data/specs_chain.parquet, a <chain_id>_specs_chain.jsonl file, or the reference's "
+            "metadata/ folder (or its <chain_id> folder)"
+        ),
+    ],
+    chain: Annotated[
+        str | None, typer.Option(help="chain id (chains/<id>/chain.yaml) or path; default: every chain it covers")
+    ] = None,
+    level: Annotated[
+        str | None,
+        typer.Option(
+            help="levels to write, comma-separated, from L2,L3,L4,L5; default: every level the source holds "
+            "(L2-L5 from task objects, L2 and L3 from the dataset's Markdown)"
+        ),
+    ] = None,
     interface: Annotated[
         bool,
-        typer.Option("--interface/--no-interface",
-                     help="also write <level>+interface, with the interface section (the published specs have none)"),
+        typer.Option(
+            "--interface/--no-interface",
+            help="also write <level>+interface, with the interface section (the published specs have none)",
+        ),
     ] = False,
 ) -> None:
-    """Import the published specifications for CHAIN's steps; rows that match no step are reported."""
+    """Import the published specifications: CHAIN's steps (rows that match no step are
+    reported), or every chain the source covers. Nothing is written for a chain with a bad row."""
     from swechain_ci.chain.definition import load_chain
     from swechain_ci.settings import project_root
     from swechain_ci.specs.levels import SPEC_LEVELS, parse_levels
     from swechain_ci.specs.published import import_specs
 
     chosen = parse_levels(level, SPEC_LEVELS) if level else None
+    if chain is None:
+        from swechain_ci.specs.dataset import import_covered
+
+        _import_table(*import_covered(Path(source), None, chosen, interface))
+        return
     report = import_specs(source, load_chain(chain), None, interface=interface, levels=chosen)
     root = project_root()
     rows = []
@@ -148,10 +233,21 @@ def specs_import(
             md = Path(row.written[0])
             folder = md.parent.relative_to(root) if md.is_relative_to(root) else md.parent
             where = f"{folder}/ ({', '.join(Path(w).stem for w in row.written if w.endswith('.md'))})"
-        rows.append([row.line, row.package, f"{row.prev_ver} → {row.next_ver}", row.status,
-                     row.shape or "-", row.tasks if row.tasks is not None else "-", row.reason or where])
+        rows.append(
+            [
+                row.line,
+                row.package,
+                f"{row.prev_ver} → {row.next_ver}",
+                row.status,
+                row.shape or "-",
+                row.tasks if row.tasks is not None else "-",
+                row.reason or where,
+            ]
+        )
     headers = ["row", "package", "versions", "status", "specs", "tasks", "written / reason"]
     typer.echo(tabulate(rows, headers=headers, tablefmt="github"))
     written = sum(1 for r in report.rows if r.status == "written")
-    typer.echo(f"\n{written} of {len(report.rows)} rows written at {report.level}; "
-               f"{len(report.unmatched)} matched no step")
+    typer.echo(
+        f"\n{written} of {len(report.rows)} rows written at {report.level}; {len(report.unmatched)} matched no step"
+        + (f"; no row for steps {', '.join(report.missing_steps)}" if report.missing_steps else "")
+    )
