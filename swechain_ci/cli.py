@@ -297,7 +297,7 @@ def chain_compare(
             f"no oracle for chain {loaded.id}: neither {dataset.dataset_path(loaded)} nor {path}; "
             f"run `swechain-ci chain build {loaded.id}{selection}` first"
         )
-    rows = compare(ours, reference, loaded.config.paper_id)
+    rows = compare(ours, reference, loaded.config.paper_id, loaded.config.reference_artifacts)
     table = [
         [
             r.index,

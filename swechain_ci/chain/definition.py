@@ -248,6 +248,15 @@ class Environment(Strict):
     )
 
 
+class ReferenceArtifact(Strict):
+    """A known artifact of the SWE-Chain reference's harness on this package, for `chain compare`:
+    a test the reference counts as upgrade-related because its old-gold run failed with a message
+    holding ``signature``, while the old code passes here."""
+
+    signature: str = Field(min_length=8, description="text of the reference's old-gold failure message")
+    reason: str = Field(min_length=8, description="why that failure is the reference's, not the old code's")
+
+
 class ChainConfig(Strict):
     schema_version: Literal[1] = 1
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
@@ -274,6 +283,11 @@ class ChainConfig(Strict):
         None,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
         description="the SWE-Chain paper's chain id (e.g. pyjwt_2.0.0_to_2.12.1): its published specifications' chain_id",
+    )
+    reference_artifacts: list[ReferenceArtifact] = Field(
+        default_factory=list,
+        description="failure messages of the reference's old-gold runs that come from its harness, "
+        "not from the old code (chain compare explains those differences)",
     )
     default_spec_level: str = Field(
         "L3",

@@ -12,17 +12,26 @@ first matching rule (``only_theirs_cause``, ``only_ours_cause``), and each step 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from swechain_ci.chain.definition import ReferenceArtifact
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.outcomes import is_under
 from swechain_ci.models import ChainOracle, Status, StepOracle
 
 BROKEN_REFERENCE = {"failed", "error"}
 # Differences with a known cause; any other leaves the step "unexplained".
-EXPLAINED = {"needs_network", "flaky", "reference failing", "collection error", "reference import hook"}
+EXPLAINED = {
+    "needs_network",
+    "flaky",
+    "reference failing",
+    "collection error",
+    "reference import hook",
+    "reference artifact",
+}
 
 # Frames of the reference's own import hook (its pytest plugin that tolerates a failed
 # ``from X import Y``) as they show in a traceback it recorded. In its old-code runs every import
@@ -36,6 +45,12 @@ REFERENCE_ARTIFACTS: tuple[tuple[str, str, str], ...] = (
         "the reference's old-gold run failed with its import hook's frame in the traceback "
         "(safe_import_plugin.py, _patched_import): an artifact of the reference's harness; "
         "here the old code {ours}",
+    ),
+    (
+        "return _real_import(name, globals, locals, fromlist, level)",
+        "reference import hook",
+        "the reference's old-gold run failed with its import hook's call (_real_import) in the "
+        "traceback: an artifact of the reference's harness; here the old code {ours}",
     ),
 )
 
@@ -128,8 +143,11 @@ def reference_related(reference: Path, prev: str, next_: str) -> set[str]:
     return related_in(*reference_runs(reference, prev, next_))
 
 
-def only_theirs_cause(test: str, step: StepOracle, their_old: ReferenceRun) -> tuple[str, str]:
-    """Why the reference counts a test that we do not: the first rule that matches."""
+def only_theirs_cause(
+    test: str, step: StepOracle, their_old: ReferenceRun, artifacts: Sequence[ReferenceArtifact] = ()
+) -> tuple[str, str]:
+    """Why the reference counts a test that we do not: the first rule that matches (the chain's
+    own ``reference_artifacts`` after the harness-wide ones)."""
     if test in step.needs_network:
         return "needs_network", f"excluded here: {step.excluded.get(test, 'needs_network')}"
     if test in step.flaky:
@@ -138,9 +156,17 @@ def only_theirs_cause(test: str, step: StepOracle, their_old: ReferenceRun) -> t
         return "collection error", "not collected in our new-gold run"
     if step.new_gold[test] != Status.passed:
         return "new gold differs", f"{step.new_gold[test].value} in our new-gold run, passed in the reference's"
+    ours = step.old_gold.get(test, Status.failed).value
+    message = their_old.messages.get(test, "")
     for signature, cause, why in REFERENCE_ARTIFACTS:
-        if signature in their_old.messages.get(test, ""):
-            return cause, why.format(ours=step.old_gold.get(test, Status.failed).value)
+        if signature in message:
+            return cause, why.format(ours=ours)
+    for artifact in artifacts:
+        if artifact.signature in message:
+            return (
+                "reference artifact",
+                f"{artifact.reason} (reference_artifacts in chain.yaml); here the old code {ours}",
+            )
     if test not in their_old.statuses and their_old.collection_error:
         return (
             "collection error",
@@ -177,7 +203,12 @@ def verdict(differences: list[Difference]) -> str:
     return f"differs: {len(unexplained)} of {len(differences)} unexplained"
 
 
-def compare(oracle: ChainOracle, reference: Path, paper_id: str | None = None) -> list[StepAgreement]:
+def compare(
+    oracle: ChainOracle,
+    reference: Path,
+    paper_id: str | None = None,
+    artifacts: Sequence[ReferenceArtifact] = (),
+) -> list[StepAgreement]:
     if not oracle.steps:
         return []
     first = oracle.steps[0]
@@ -199,7 +230,7 @@ def compare(oracle: ChainOracle, reference: Path, paper_id: str | None = None) -
             Difference(
                 test=t,
                 side="only theirs",
-                **dict(zip(("cause", "why"), only_theirs_cause(t, step, their_old), strict=True)),
+                **dict(zip(("cause", "why"), only_theirs_cause(t, step, their_old, artifacts), strict=True)),
             )
             for t in sorted(theirs - ours)
         ]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from swechain_ci.chain.definition import ReferenceArtifact
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.compare import compare
 from swechain_ci.models import ChainOracle, Status, StepOracle
@@ -220,3 +221,23 @@ def test_the_folder_above_the_chain_is_found_by_paper_id(tmp_path):
         "it holds demo_1.0_to_1.1: give the chain's folder of the reference's oracle/, or the folder above it "
         "with the chain's paper_id set"
     )
+
+
+def test_a_chain_declared_reference_artifact_explains_a_truncated_message(tmp_path):
+    """The hook's frame is cut from some of the reference's messages; the chain names the symptom."""
+    test = "tests/test_cli.py::test_no_command_echo_loading_error"
+    step = StepOracle(
+        index=4, prev_version="1.0", next_version="1.1", new_gold={test: P}, old_gold={test: P}, upgrade_related=[]
+    )
+    oracle = ChainOracle(
+        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
+    )
+    reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {test: "passed"})
+    message = "E  assert 'FLASK_APP' in 'Error: While importing \\'wsgi\\', an ImportError was raised:...'"
+    reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {test: "failed"}, messages={test: message})
+    artifact = ReferenceArtifact(signature="an ImportError was raised", reason="the hook's doing")
+    [row] = compare(oracle, tmp_path / "ref", artifacts=[artifact])
+    assert (row.differences[0].cause, row.verdict) == ("reference artifact", "explained (reference artifact)")
+    assert row.differences[0].why == "the hook's doing (reference_artifacts in chain.yaml); here the old code passed"
+    [row] = compare(oracle, tmp_path / "ref")
+    assert row.verdict == "differs: 1 of 1 unexplained"
