@@ -383,7 +383,7 @@ VALIDATION_KEY = "(manifest validation)"  # the sticky comment's marker key: nev
 SMOKE_KEY = "(smoke run)"
 
 
-def render_validation(checks: list, refused: int) -> str:
+def render_validation(checks: list) -> str:
     from swechain_ci.markdown import block, cell
 
     failed = [c for c in checks if not c.ok]
@@ -403,48 +403,78 @@ def render_validation(checks: list, refused: int) -> str:
         lines.append("")
     for c in failed:
         lines += [f"Problem in {cell(c.file, 120)}:", "", block(c.error or "no message", 2000), ""]
-    if refused:
-        lines += [
-            f"{refused} finding(s) in the validation artifact named files this pull request does not change: left out.",
-            "",
-        ]
     lines += [
-        "A maintainer starts a smoke run of the changed agents on the toy chain with a `/smoke` comment "
+        "Checked by the default branch's code, on the pull request's files at its head commit. A maintainer "
+        "starts a smoke run of the changed agents on the toy chain with a `/smoke <full head SHA>` comment "
         "(`CONTRIBUTING.md`).",
         "",
     ]
     return "\n".join(lines)
 
 
+def _fetch_agent(reporter, name: str, sha: str, folder: Path) -> AgentManifest:
+    """agents/<name>.yaml and the Dockerfile it names, read at ``sha`` through the API into
+    ``folder``, as data, and validated (the recipe too); a SwechainError says what is wrong."""
+    from swechain_ci.agents.manifest import parse_manifest
+    from swechain_ci.agents.recipe import check_recipe
+
+    data = reporter.file_at(f"agents/{name}.yaml", sha)
+    if data is None:
+        raise SwechainError(f"agents/{name}.yaml does not exist at {sha[:12]} (deleted?)")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.yaml"
+    path.write_bytes(data[:100_000])
+    manifest = parse_manifest(path)
+    dockerfile = manifest.install.dockerfile
+    if dockerfile:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", dockerfile):
+            raise SwechainError(
+                f"agents/{name}.yaml: install.dockerfile {dockerfile!r} must be a file name in agents/ (no folders)"
+            )
+        recipe = reporter.file_at(f"agents/{dockerfile}", sha)
+        if recipe is None:
+            raise SwechainError(
+                f"agents/{name}.yaml names install.dockerfile {dockerfile}, which does not exist at {sha[:12]}"
+            )
+        (folder / dockerfile).write_bytes(recipe)
+        check_recipe(folder / dockerfile, f"agents/{dockerfile}")
+    return manifest
+
+
 @ci_app.command("validation-comment")
 def validation_comment(
-    report: Annotated[
-        Path, typer.Argument(help="the validation job's report (ValidationReport JSON; an artifact, untrusted)")
-    ],
     head_sha: Annotated[str, typer.Option(help="workflow_run.head_sha")],
     head_repo: Annotated[str, typer.Option(help="workflow_run.head_repository.full_name")],
     target_url: Annotated[str | None, typer.Option(help="link from the status, e.g. the validation run")] = None,
 ) -> None:
-    """Post a pull request's manifest validation as a sticky comment and a status on its head.
+    """Validate a pull request's changed agents with this (the default branch's) code and post the
+    result as a sticky comment and a status on its head.
 
-    The pull request is the one the API returns for the head SHA and head repository, never
-    one named by the artifact; only findings about files that pull request changes are shown."""
+    The pull request is the one the API returns for the head SHA and head repository; its
+    manifests and the Dockerfiles they name are read at that SHA through the API, as data. The
+    pull request's own validation run (and anything it uploaded) decides nothing."""
+    import tempfile
+
     from swechain_ci.github.reporting import GitHubReporter
-    from swechain_ci.models import ValidationReport
-    from swechain_ci.records import read_model
+    from swechain_ci.models import ManifestCheck
 
     with GitHubReporter.from_env() as reporter:
         pr = reporter.pull_for_head(head_sha, head_repo)
         if pr is None:
             typer.echo(f"no single open pull request has head {head_sha[:12]} from {head_repo}: nothing posted")
             return
-        found = read_model(report, ValidationReport)
-        changed = set(reporter.pull_files(pr))
-        checks = [
-            c for c in found.checks if c.because in changed and (c.agent is None or c.file == f"agents/{c.agent}.yaml")
-        ]
-        refused = len(found.checks) - len(checks)
-        comment_id, created = reporter.upsert_comment(pr, VALIDATION_KEY, render_validation(checks, refused))
+        files = reporter.pull_files(pr)
+        checks = []
+        with tempfile.TemporaryDirectory(prefix="swechain-validate-") as tmp:
+            for name in _smoke_agents(reporter, files, head_sha):
+                file = f"agents/{name}.yaml"
+                try:
+                    dockerfile = _fetch_agent(reporter, name, head_sha, Path(tmp) / name).install.dockerfile
+                    because = file if file in files or not dockerfile else f"agents/{dockerfile}"
+                    checks.append(ManifestCheck(file=file, because=because, agent=name, ok=True))
+                except SwechainError as exc:
+                    checks.append(ManifestCheck(file=file, because=file, ok=False, error=str(exc)[:4000]))
+        comment_id, created = reporter.upsert_comment(pr, VALIDATION_KEY, render_validation(checks))
         failed = [c for c in checks if not c.ok]
         state = "failure" if failed else "success"
         description = (
@@ -487,19 +517,33 @@ def _smoke_agents(reporter, files: list[str], sha: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def requested_sha(text: str) -> str:
+    """The commit a smoke request names: a ``/smoke <sha>`` comment or a dispatch's ``sha`` input."""
+    found = re.fullmatch(r"\s*(?:/smoke\s+)?([0-9a-fA-F]{40})(?:\s.*)?", text, flags=re.S)
+    if not found:
+        shown = text.strip().splitlines()[0][:60] if text.strip() else "nothing"
+        raise SwechainError(
+            f"the smoke request names {shown!r}, not a commit: comment `/smoke <the full 40-character SHA of "
+            "the head you reviewed>` (or dispatch with that sha)"
+        )
+    return found.group(1).lower()
+
+
 @ci_app.command("smoke-plan")
 def smoke_plan(
     pr: Annotated[int, typer.Option("--pr", min=1, help="the pull request")],
     actor: Annotated[str, typer.Option(help="who asked for the smoke run (must have write access)")],
     output: Annotated[Path, typer.Option(help="where the PR's manifests (and the Dockerfiles they name) are written")],
+    request: Annotated[
+        str, typer.Option(help="the commit reviewed: the `/smoke <sha>` comment's body, or the dispatch's sha input")
+    ],
     chains: Annotated[list[str] | None, typer.Option(help="chains to smoke on")] = None,
 ) -> None:
-    """Check that ACTOR may start a smoke run, then read the PR's changed agents/<name>.yaml and the
-    Dockerfiles they name at its head SHA, through the API, as data; validate them; print
-    pr=, head_sha=, agents= and matrix= lines for $GITHUB_OUTPUT. A failure after the permission
-    check is posted on the pull request and as a status on its head."""
-    from swechain_ci.agents.manifest import parse_manifest
-    from swechain_ci.agents.recipe import check_recipe
+    """Check that ACTOR may start a smoke run and that the PR's head is the commit REQUEST names, then
+    read the PR's changed agents/<name>.yaml and the Dockerfiles they name at that commit, through
+    the API, as data; validate them; print pr=, head_sha=, agents= and matrix= lines for
+    $GITHUB_OUTPUT. A failure after the permission check is posted on the pull request and as a
+    status on its head."""
     from swechain_ci.github.reporting import GitHubReporter
     from swechain_ci.markdown import block
 
@@ -511,40 +555,25 @@ def smoke_plan(
                 f"{actor} has {permission} permission on {reporter.config.repository}: "
                 "only maintainers with write access start smoke runs"
             )
-        sha, head_repo = reporter.pull_head(pr)
+        head, head_repo = reporter.pull_head(pr)
         try:
+            sha = requested_sha(request)
+            if sha != head.lower():
+                raise SwechainError(
+                    f"the smoke request names {sha[:12]}, but the head of pull request #{pr} is {head[:12]}: "
+                    f"review {head[:12]} and comment `/smoke {head}`"
+                )
             agents = _smoke_agents(reporter, reporter.pull_files(pr), sha)
             if not agents:
                 raise SwechainError(
                     f"pull request #{pr} changes no agent manifest nor a Dockerfile one names: nothing to smoke"
                 )
             folder = output / "agents"
-            folder.mkdir(parents=True, exist_ok=True)
             for name in agents:
-                data = reporter.file_at(f"agents/{name}.yaml", sha)
-                if data is None:
-                    raise SwechainError(f"agents/{name}.yaml does not exist at {sha[:12]} (deleted?)")
-                path = folder / f"{name}.yaml"
-                path.write_bytes(data[:100_000])
-                manifest = parse_manifest(path)
-                dockerfile = manifest.install.dockerfile
-                if dockerfile:
-                    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", dockerfile):
-                        raise SwechainError(
-                            f"agents/{name}.yaml: install.dockerfile {dockerfile!r} must be a file "
-                            "name in agents/ (no folders)"
-                        )
-                    recipe = reporter.file_at(f"agents/{dockerfile}", sha)
-                    if recipe is None:
-                        raise SwechainError(
-                            f"agents/{name}.yaml names install.dockerfile {dockerfile}, which does "
-                            f"not exist at {sha[:12]}"
-                        )
-                    (folder / dockerfile).write_bytes(recipe[:100_000])
-                    check_recipe(folder / dockerfile, f"agents/{dockerfile}")
+                _fetch_agent(reporter, name, sha, folder)
         except SwechainError as exc:
             reporter.upsert_comment(pr, SMOKE_KEY, "## Smoke run not started\n\n" + block(str(exc), 2000) + "\n")
-            reporter.set_commit_status(sha, "failure", f"smoke run not started: {exc}", context="swechain-ci/smoke")
+            reporter.set_commit_status(head, "failure", f"smoke run not started: {exc}", context="swechain-ci/smoke")
             raise
     include = [{"agent": a, "chain": c} for a in agents for c in chosen_chains]
     typer.echo(

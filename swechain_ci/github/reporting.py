@@ -7,8 +7,9 @@ Actions sets ``GITHUB_API_URL`` and ``GITHUB_REPOSITORY`` itself; ``GITHUB_TOKEN
 passed to the step (``env: GITHUB_TOKEN: ${{ github.token }}``).
 
 One sticky comment per agent per pull request: it carries a hidden marker
-(``<!-- swechain-ci:scorecard agent=NAME -->``) and is found by that marker AND by its
-author, our own login, so a comment someone else wrote (or quoted) is never touched.
+(``<!-- swechain-ci:scorecard agent=NAME -->``) as its first line and is found by that marker
+at the start of the body AND by its author, our own login, so a comment someone else wrote (or
+one of ours that only quotes the marker) is never touched.
 """
 
 from __future__ import annotations
@@ -249,7 +250,9 @@ class GitHubReporter:
 
         def scan() -> Any | None:
             for comment in issue.get_comments():
-                if tag in (comment.body or "") and comment.user is not None and comment.user.login.lower() == author:
+                # the marker opens our comment: one quoted anywhere else (another agent's text) never matches
+                body = comment.body or ""
+                if body.startswith(tag) and comment.user is not None and comment.user.login.lower() == author:
                     return comment
             return None
 

@@ -86,6 +86,18 @@ def test_the_same_body_again_is_edited_in_place(server, gh_env, reporter):
     assert len(server.state.requests_matching("PATCH", r"/issues/comments/\d+$")) == 1
 
 
+def test_our_own_comment_that_only_quotes_a_marker_is_not_that_agents_comment(server, gh_env, reporter):
+    """A string placed in one comment (agent A's stop_reason quoting agent B's marker) never makes
+    the next upsert for B edit A's comment: the marker counts only where it opens the body."""
+    a_id, _ = reporter.upsert_comment(1, "a", f"stopped: ```{marker('b')}```")
+    b_id, created = reporter.upsert_comment(1, "b", "B's scorecard")
+    assert created and b_id != a_id
+    reporter.upsert_comment(1, "b", "B's scorecard, updated")
+    comments = {c.id: c for c in server.state.comments_on(1)}
+    assert comments[a_id].edits == 0 and comments[a_id].body.startswith(marker("a"))
+    assert comments[b_id].body == f"{marker('b')}\nB's scorecard, updated"
+
+
 def test_another_authors_comment_with_our_marker_is_not_touched(server, gh_env, reporter):
     theirs = server.state.add_comment(1, f"{marker('oracle')}\nquoted by someone", "someone-else")
     ours_id, created = reporter.upsert_comment(1, "oracle", "ours")

@@ -4,7 +4,7 @@ from an artifact; only changed manifests count; smoke runs are started by mainta
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import re
 
 import pytest
 from conftest import assert_inert
@@ -13,8 +13,6 @@ from typer.testing import CliRunner
 
 from swechain_ci.errors import SwechainError
 from swechain_ci.github.cli import ci_app
-from swechain_ci.models import ManifestCheck, ValidationReport
-from swechain_ci.records import write_model
 
 REPO_NAME = "acme/bench"
 HEAD = "f" * 40
@@ -38,45 +36,48 @@ def invoke(*args: str):
     return result
 
 
-def report(tmp_path: Path, *checks: ManifestCheck) -> Path:
-    path = tmp_path / "report.json"
-    write_model(path, ValidationReport(checks=list(checks)))
-    return path
-
-
-def test_validation_is_posted_on_the_pull_request_the_api_names_with_only_its_changed_files(github, tmp_path):
-    github.state.add_pull(7, HEAD, "fork/bench", files=["agents/lazy.yaml"])
+def test_validation_is_computed_from_the_pull_requests_files_at_its_head_and_posted_there(github):
+    """The default branch's code reads the changed manifests at the head SHA through the API: the
+    PR's own validation run (and anything it uploads) decides nothing."""
+    github.state.add_pull(7, HEAD, "fork/bench", files=["agents/lazy.yaml", "agents/leak.yaml", "README.md"])
     github.state.add_pull(9, "9" * 40, "other/bench", files=["agents/other.yaml"])
-    found = report(
-        tmp_path,
-        ManifestCheck(file="agents/lazy.yaml", because="agents/lazy.yaml", ok=False, error=INJECTION),
-        ManifestCheck(file="agents/other.yaml", because="agents/other.yaml", agent="other", ok=True),
+    github.state.add_file(HEAD, "agents/lazy.yaml", LAZY)
+    github.state.add_file(HEAD, "agents/lazy.Dockerfile", b"ARG AGENT_IMAGE\nFROM ${AGENT_IMAGE}\n")
+    github.state.add_file(
+        HEAD,
+        "agents/leak.yaml",
+        f"name: leak\nkind: cli\nenv: [{json.dumps(INJECTION)}, GITHUB_TOKEN]\n"
+        "commands: {build: 'true', fix: 'true'}\n".encode(),
     )
-    result = invoke("validation-comment", str(found), "--head-sha", HEAD, "--head-repo", "fork/bench")
+    result = invoke("validation-comment", "--head-sha", HEAD, "--head-repo", "fork/bench")
     assert result.exit_code == 0, result.output
     assert github.state.comments_on(9) == []
     [comment] = github.state.comments_on(7)
-    assert "other" not in comment.body.replace("other.yaml", "") and "1 finding(s)" in comment.body
+    assert "1 of 2 manifests valid" in comment.body and "list variable NAMES only" in comment.body
     assert_inert(comment.body)
     [status] = github.state.statuses
     assert (status.sha, status.state, status.context) == (HEAD, "failure", "swechain-ci/validate")
+    assert github.state.requests_matching("GET", r"/contents/agents/leak\.yaml"), "read through the API"
 
 
-def test_no_pull_request_for_the_head_posts_nothing(github, tmp_path):
+def test_a_dockerfile_only_change_is_validated_with_the_manifest_that_names_it(github):
+    github.state.add_pull(7, HEAD, "fork/bench", files=["agents/lazy.Dockerfile"])
+    github.state.add_file(HEAD, "agents/lazy.yaml", LAZY)
+    github.state.add_file(
+        HEAD, "agents/lazy.Dockerfile", b"ARG AGENT_IMAGE\nFROM ${AGENT_IMAGE}\nADD http://127.0.0.1:9/secret /s\n"
+    )
+    result = invoke("validation-comment", "--head-sha", HEAD, "--head-repo", "fork/bench")
+    assert result.exit_code == 0, result.output
+    [comment] = github.state.comments_on(7)
+    assert "agents/lazy.Dockerfile line 3" in comment.body and "ADD of http://127.0.0.1:9/secret" in comment.body
+    assert [s.state for s in github.state.statuses] == ["failure"]
+
+
+def test_no_pull_request_for_the_head_posts_nothing(github):
     github.state.add_pull(7, HEAD, "fork/bench", files=["agents/lazy.yaml"])
-    found = report(tmp_path, ManifestCheck(file="agents/lazy.yaml", because="agents/lazy.yaml", ok=True))
-    result = invoke("validation-comment", str(found), "--head-sha", HEAD, "--head-repo", "acme/bench")
+    result = invoke("validation-comment", "--head-sha", HEAD, "--head-repo", "acme/bench")
     assert result.exit_code == 0 and "nothing posted" in result.stdout
     assert github.state.comments == [] and github.state.statuses == []
-
-
-def test_a_report_off_the_schema_is_refused(github, tmp_path):
-    github.state.add_pull(7, HEAD, "fork/bench", files=["agents/lazy.yaml"])
-    forged = tmp_path / "report.json"
-    forged.write_text(json.dumps({"checks": [], "pr": 9}))
-    with pytest.raises(SwechainError, match="field 'pr'"):
-        invoke("validation-comment", str(forged), "--head-sha", HEAD, "--head-repo", "fork/bench")
-    assert github.state.comments == []
 
 
 LAZY = b"schema_version: 1\nname: lazy\nkind: cli\ninstall: {dockerfile: lazy.Dockerfile}\ncommands: {build: 'true', fix: 'true'}\n"
@@ -86,8 +87,10 @@ def test_a_smoke_plan_reads_the_changed_agents_at_the_head_sha(github, tmp_path)
     github.state.permissions["maint"] = "write"
     github.state.add_pull(7, HEAD, "fork/bench", files=["agents/lazy.Dockerfile", "README.md"])
     github.state.add_file(HEAD, "agents/lazy.yaml", LAZY)
-    github.state.add_file(HEAD, "agents/lazy.Dockerfile", b"FROM ${AGENT_IMAGE}\n")
-    result = invoke("smoke-plan", "--pr", "7", "--actor", "maint", "--output", str(tmp_path / "in"))
+    github.state.add_file(HEAD, "agents/lazy.Dockerfile", b"ARG AGENT_IMAGE\nFROM ${AGENT_IMAGE}\n")
+    result = invoke(
+        "smoke-plan", "--pr", "7", "--actor", "maint", "--request", f"/smoke {HEAD}", "--output", str(tmp_path / "in")
+    )
     assert result.exit_code == 0, result.output
     lines = dict(line.split("=", 1) for line in result.stdout.splitlines())
     assert (lines["pr"], lines["head_sha"], lines["agents"]) == ("7", HEAD, "lazy"), "a Dockerfile-only change counts"
@@ -98,7 +101,7 @@ def test_a_smoke_plan_reads_the_changed_agents_at_the_head_sha(github, tmp_path)
 def test_only_maintainers_start_smoke_runs(github, tmp_path):
     github.state.add_pull(7, HEAD, "fork/bench", files=["agents/lazy.yaml"])
     with pytest.raises(SwechainError, match="outsider has read permission on acme/bench: only maintainers"):
-        invoke("smoke-plan", "--pr", "7", "--actor", "outsider", "--output", str(tmp_path / "in"))
+        invoke("smoke-plan", "--pr", "7", "--actor", "outsider", "--request", HEAD, "--output", str(tmp_path / "in"))
     assert github.state.comments == []
 
 
@@ -111,8 +114,45 @@ def test_an_invalid_manifest_stops_the_smoke_run_with_a_comment_and_a_status(git
         b"name: leak\nkind: cli\nenv: [GITHUB_TOKEN]\ncommands: {build: 'true', fix: 'true'}\n",
     )
     with pytest.raises(SwechainError, match="env lists GITHUB_TOKEN"):
-        invoke("smoke-plan", "--pr", "7", "--actor", "maint", "--output", str(tmp_path / "in"))
+        invoke("smoke-plan", "--pr", "7", "--actor", "maint", "--request", HEAD, "--output", str(tmp_path / "in"))
     [comment] = github.state.comments_on(7)
     assert "Smoke run not started" in comment.body and "GITHUB_TOKEN" in comment.body
     [status] = github.state.statuses
     assert (status.sha, status.state, status.context) == (HEAD, "failure", "swechain-ci/smoke")
+
+
+@pytest.mark.parametrize(
+    ("request_text", "words"),
+    [
+        ("/smoke " + "e" * 40, "names eeeeeeeeeeee, but the head of pull request #7 is ffffffffffff"),
+        ("/smoke", "not a commit"),
+        ("/smoke ffffff", "not a commit"),
+        ("/smoke please " + HEAD, "not a commit"),
+    ],
+)
+def test_a_smoke_request_for_another_commit_is_refused_with_a_comment(github, tmp_path, request_text, words):
+    """The vendor pushed after the maintainer reviewed (or the comment names no commit): nothing runs."""
+    github.state.permissions["maint"] = "write"
+    github.state.add_pull(7, HEAD, "fork/bench", files=["agents/lazy.yaml"])
+    github.state.add_file(HEAD, "agents/lazy.yaml", LAZY)
+    with pytest.raises(SwechainError, match=re.escape(words)):
+        invoke(
+            "smoke-plan", "--pr", "7", "--actor", "maint", "--request", request_text, "--output", str(tmp_path / "in")
+        )
+    [comment] = github.state.comments_on(7)
+    assert "Smoke run not started" in comment.body and words in comment.body
+    assert [(s.sha, s.state) for s in github.state.statuses] == [(HEAD, "failure")]
+    assert not (tmp_path / "in").exists(), "nothing read"
+
+
+def test_a_smoke_request_reads_the_files_at_the_commit_it_names(github, tmp_path):
+    github.state.permissions["maint"] = "write"
+    github.state.add_pull(7, HEAD, "fork/bench", files=["agents/lazy.yaml"])
+    github.state.add_file(HEAD, "agents/lazy.yaml", LAZY)
+    github.state.add_file(HEAD, "agents/lazy.Dockerfile", b"ARG AGENT_IMAGE\nFROM ${AGENT_IMAGE}\n")
+    result = invoke(
+        "smoke-plan", "--pr", "7", "--actor", "maint", "--request", HEAD.upper(), "--output", str(tmp_path / "in")
+    )
+    assert result.exit_code == 0, result.output
+    reads = github.state.requests_matching("GET", r"/contents/agents/")
+    assert reads and all(r.query.get("ref") == [HEAD] for r in reads)

