@@ -693,3 +693,81 @@ def test_the_weekly_publish_survives_a_moved_main_and_commits_nothing_unchanged(
     # a week later with the same results: a new generated_at, the same content, no commit
     assert git("--git-dir", str(origin), "rev-parse", "main") == published
     assert "leaderboard unchanged" in second.stdout
+
+
+def test_a_smoke_request_for_a_commit_that_is_not_the_head_runs_nothing(act_repo):
+    """The vendor pushed after the maintainer's review: `/smoke <reviewed sha>` no longer names the
+    head, so the plan refuses with a comment and no job reaches the self-hosted runner."""
+    work, _origin, shared = act_repo
+    reviewed, pushed = "e" * 40, "d" * 40
+    event = {
+        "issue": {"number": 7, "pull_request": {"url": "http://api.example/pulls/7"}},
+        "comment": {"body": f"/smoke {reviewed}", "user": {"login": "maint"}, "author_association": "MEMBER"},
+    }
+    with FakeGitHub() as github:
+        github.state.add_token(TOKEN, None)
+        github.state.permissions["maint"] = "write"
+        github.state.add_pull(7, pushed, "fork/bench", files=["agents/lazy.yaml"])
+        github.state.add_file(
+            pushed, "agents/lazy.yaml", b"name: lazy\nkind: cli\ncommands: {build: 'true', fix: 'true'}\n"
+        )
+        result = act(
+            work,
+            shared,
+            "issue_comment",
+            "agent-smoke.yml",
+            event,
+            github.url,
+            "-P",
+            "self-hosted=swechain/no-such-image:never",
+        )
+        [comment] = github.state.comments_on(7)
+        statuses = [(s.sha, s.state, s.context) for s in github.state.statuses]
+        reads = github.state.requests_matching("GET", r"/contents/")
+    assert result.returncode != 0
+    assert "no-such-image" not in result.stdout + result.stderr, "no job was scheduled on self-hosted"
+    assert "Smoke run not started" in comment.body and f"the head of pull request #7 is {pushed[:12]}" in comment.body
+    assert statuses == [(pushed, "failure", "swechain-ci/smoke")]
+    assert reads == [], "nothing of the pushed commit was read"
+
+
+def test_only_smoke_requests_join_the_smoke_runs_concurrency_group(act_repo):
+    """GitHub keeps one pending run per group: were every comment in the PR's group, any commenter
+    would displace a pending smoke run. act evaluates the workflow's own group expression here, on
+    each kind of event (act does not enforce groups, so a job prints what the group evaluates to)."""
+    import yaml
+
+    work, _origin, shared = act_repo
+    workflow = yaml.safe_load((work / ".github" / "workflows" / "agent-smoke.yml").read_text())
+    probe = {
+        "name": "Agent smoke run",
+        "on": workflow[True],
+        "permissions": {"contents": "read"},
+        "jobs": {
+            "probe": {
+                "runs-on": "ubuntu-latest",
+                "timeout-minutes": 5,
+                "env": {"GROUP": workflow["concurrency"]["group"]},
+                "steps": [{"run": 'echo "group=[$GROUP]"'}],
+            }
+        },
+    }
+    (work / ".github" / "workflows" / "smoke-group-probe.yml").write_text(yaml.safe_dump(probe, sort_keys=False))
+
+    def group(event: str, payload: dict) -> str:
+        ran = act(work, shared, event, "smoke-group-probe.yml", payload, "http://127.0.0.1:9")
+        assert ran.returncode == 0, ran.stdout[-3000:]
+        [value] = {g for g in re.findall(r"group=\[([^\]]*)\]", ran.stdout) if g != "$GROUP"}  # not the step's name
+        return value
+
+    def comment(body: str, association: str) -> dict:
+        return {
+            "issue": {"number": 7, "pull_request": {"url": "http://api.example/pulls/7"}},
+            "comment": {"body": body, "user": {"login": "someone"}, "author_association": association},
+        }
+
+    assert group("issue_comment", comment(f"/smoke {'e' * 40}", "MEMBER")) == "agent-smoke-7"
+    assert group("workflow_dispatch", {"inputs": {"pr": "7", "sha": "e" * 40}}) == "agent-smoke-7"
+    assert group("issue_comment", comment("looks good, thanks", "NONE")).startswith("agent-smoke-ignored-")
+    assert group("issue_comment", comment("/smoke " + "e" * 40, "CONTRIBUTOR")).startswith("agent-smoke-ignored-")
+    assert group("issue_comment", comment("+1", "MEMBER")).startswith("agent-smoke-ignored-")
