@@ -1,7 +1,8 @@
 """A chain run as a git branch: one commit per agent phase, pushed as it lands.
 
 Each commit's tree is the agent's codebase after that phase, plus the run's
-records under ``.swechain/`` (run.json, steps/*, scorecard). A run that stops
+records under ``.swechain/`` (run.json, steps/*, scorecard); the agent's own ``.swechain`` and
+``.github`` are left out (``LEFT_OUT``). A run that stops
 on one machine resumes on another from its branch: the records come back from
 the branch head. Commits are written with git plumbing into the repository's
 object store, so the user's working tree and index are never touched.
@@ -20,6 +21,11 @@ from swechain_ci.chain import trees
 from swechain_ci.errors import SwechainError
 
 RECORDS = ".swechain"
+# What a run branch never carries from the agent's tree, in order, and why (the commit says so).
+LEFT_OUT: tuple[tuple[str, str], ...] = (
+    (RECORDS, "the harness's records folder: whatever the agent left at that name gives way to the records"),
+    (".github", "workflow files: a run branch never carries them (the push would need the workflows permission)"),
+)
 
 
 class RunBranch:
@@ -100,19 +106,38 @@ class RunBranch:
         return True
 
     def commit(self, code: Path, output: Path, message: str) -> str:
-        """Commit the codebase with the run's records on top of the branch, and push it."""
+        """Commit the codebase with the run's records on top of the branch, and push it.
+
+        What the branch must not carry is left out of the tree (``LEFT_OUT``), whatever the agent
+        made of it, and the commit message says so; the whole code stays in the records' archives."""
         with tempfile.TemporaryDirectory(prefix="swechain-branch-") as tmp:
             staging = Path(tmp) / "tree"
             trees.copy_tree(code, staging)
-            shutil.rmtree(staging / RECORDS, ignore_errors=True)
+            omitted = [f"{name} ({why})" for name, why in LEFT_OUT if _remove(staging / name)]
             trees.copy_tree(output, staging / RECORDS)
             index = Path(tmp) / "index"
             self.git("add", "--all", "--force", ".", index=index, work_tree=staging)
             tree = self.git("write-tree", index=index)
+        if omitted:
+            message += "\n\nLeft out of this tree (the whole code is in the records' code archives): " + "; ".join(
+                omitted
+            )
         parent = self.head()
         sha = self.git("commit-tree", tree, *(["-p", parent] if parent else []), "-m", message)
         self.git("update-ref", self.ref, sha, *([parent] if parent else []))
         if self.remote:
             self.git("push", "--quiet", self.remote, f"{self.ref}:{self.ref}")
-        progress.say(f"committed {sha[:10]} to {self.branch}: {message}")
+        progress.say(f"committed {sha[:10]} to {self.branch}: {message.splitlines()[0]}")
         return sha
+
+
+def _remove(path: Path) -> bool:
+    """Remove whatever is at ``path`` (a file, a link, a folder) without following a link; True if
+    something was there."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+        return True
+    if path.is_dir():
+        shutil.rmtree(path)
+        return True
+    return False

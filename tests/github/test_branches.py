@@ -107,3 +107,44 @@ def test_a_run_branch_has_a_commit_per_phase_and_resumes_on_another_machine(toy_
     assert "src/toyslug/text.py" in final and ".swechain/scorecard.json" in final
     # Recording the end changes only the records, never the code.
     assert git("--git-dir", str(origin), "diff", "--stat", f"{BRANCH}~1", BRANCH, "--", ".", ":!.swechain") == ""
+
+
+@pytest.mark.parametrize("shape", ["file", "link to the code", "link out of the tree", "folder"])
+def test_whatever_the_agent_left_at_the_records_name_gives_way_and_no_workflow_lands(tmp_path, shape):
+    """An agent's tree with `.swechain` as a file (a traceback and a wedged run before), as a link
+    (records sent into the agent's own code), or as a folder of its own; and `.github/workflows/`
+    (a push the job token refuses without the workflows permission)."""
+    from swechain_ci.github.branches import RunBranch
+
+    origin = tmp_path / "origin.git"
+    git("init", "-q", "--bare", str(origin))
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(origin), str(clone))
+    code = tmp_path / "code"
+    (code / "src").mkdir(parents=True)
+    (code / "src" / "mod.py").write_text("x = 1\n")
+    (code / ".github" / "workflows").mkdir(parents=True)
+    (code / ".github" / "workflows" / "evil.yml").write_text("on: push\njobs: {x: {runs-on: self-hosted}}\n")
+    records = code / ".swechain"
+    if shape == "file":
+        records.write_text("not a folder\n")
+    elif shape == "link to the code":
+        records.symlink_to("src")
+    elif shape == "link out of the tree":
+        records.symlink_to(tmp_path)
+    else:
+        records.mkdir()
+        (records / "run.json").write_text('{"forged": true}\n')
+    output = tmp_path / "out"
+    output.mkdir()
+    (output / "run.json").write_text('{"run_id": "r1"}\n')
+    sha = RunBranch(clone, BRANCH, "origin").commit(code, output, "step 1 build: x")
+    files = git("--git-dir", str(origin), "ls-tree", "-r", "--name-only", sha).splitlines()
+    assert sorted(files) == [".swechain/run.json", "src/mod.py"]
+    assert git("--git-dir", str(origin), "show", f"{sha}:.swechain/run.json") == '{"run_id": "r1"}'
+    assert sorted(p.name for p in (code / "src").iterdir()) == ["mod.py"], "nothing written into the agent's code"
+    message = git("--git-dir", str(origin), "log", "-1", "--format=%B", sha)
+    assert message.startswith("step 1 build: x\n\nLeft out of this tree")
+    assert ".github (workflow files" in message
+    # a link out of the tree is never copied at all (trees.copy_tree), so there is nothing to leave out
+    assert (".swechain (the harness's records folder" in message) == (shape != "link out of the tree")

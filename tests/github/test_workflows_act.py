@@ -771,3 +771,51 @@ def test_only_smoke_requests_join_the_smoke_runs_concurrency_group(act_repo):
     assert group("issue_comment", comment("looks good, thanks", "NONE")).startswith("agent-smoke-ignored-")
     assert group("issue_comment", comment("/smoke " + "e" * 40, "CONTRIBUTOR")).startswith("agent-smoke-ignored-")
     assert group("issue_comment", comment("+1", "MEMBER")).startswith("agent-smoke-ignored-")
+
+
+@pytest.mark.docker
+def test_an_agent_tree_with_its_own_records_folder_and_workflows_runs_to_the_end(toy_oracle, act_repo, tmp_path):
+    """The agent's Build leaves `.swechain` as a file and adds `.github/workflows/evil.yml`: the
+    dispatched run finishes, its branch carries the harness's records and no workflow file, and
+    each commit that left something out says what and why."""
+    from swechain_ci.chain import trees
+
+    work, origin, shared = act_repo
+    before, after = tmp_path / "before", tmp_path / "after"
+    trees.copy_tree(REPO / "chains/toy/versions/0.1.0", before, exclude=lambda rel: rel.parts[0] == "tests")
+    shutil.copytree(before, after)
+    (after / ".swechain").write_text("the agent's own file\n")
+    (after / ".github" / "workflows").mkdir(parents=True)
+    (after / ".github" / "workflows" / "evil.yml").write_text(
+        "on: push\njobs: {x: {runs-on: self-hosted, steps: []}}\n"
+    )
+    (work / "replay_tree").mkdir()
+    (work / "replay_tree/step-1.build.patch").write_text(trees.diff(before, after))
+    git("add", "replay_tree", cwd=work)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "Replay patches", cwd=work)
+    git("push", "-q", "origin", "main", cwd=work)
+    branch = "runs/replay-replay_tree/toy/r9"
+    inputs = {"agent": "replay:replay_tree", "chain": "toy", "spec_level": "", "steps": "1-1", "run_id": "r9"}
+    with FakeGitHub() as github:
+        github.state.add_token(TOKEN, None)
+        outputs = dispatch_until_done(work, shared, github, inputs)
+    assert "Traceback" not in "".join(outputs)
+    subjects = git("--git-dir", str(origin), "log", "--format=%s", branch).splitlines()
+    assert subjects[0].startswith("finished"), subjects
+    for ref in (branch, f"{branch}~1", f"{branch}~2"):
+        files = git("--git-dir", str(origin), "ls-tree", "-r", "--name-only", ref).splitlines()
+        assert not [f for f in files if f.startswith(".github/")] and ".swechain/run.json" in files, ref
+    build = next(
+        line
+        for line in git("--git-dir", str(origin), "log", "--format=%H %s", branch).splitlines()
+        if " step 1 build" in line
+    )
+    message = git("--git-dir", str(origin), "log", "-1", "--format=%B", build.split()[0])
+    assert (
+        "Left out of this tree" in message
+        and ".github (workflow files" in message
+        and ".swechain (the harness" in message
+    )
+    # the agent's whole tree is still in the records
+    card = json.loads(git("--git-dir", str(origin), "show", f"{branch}:.swechain/scorecard.json"))
+    assert card["steps_scored"] == 1
