@@ -7,6 +7,10 @@ out of its mean and the number of chains that have a value is recorded; with non
 mean is null. One scorecard per agent and chain counts: of several, the latest by file
 modification time, and the others are listed as superseded.
 
+Averages are only taken over comparable runs: an agent's row belongs to a *cohort*, the set of
+(chain, specification level) pairs its counted scorecards cover, and ranks are given within a
+cohort; agents on other chains or levels are ranked apart, never against each other.
+
 Ranking uses each scorecard's ranking figures, where the steps of a run's range that were
 never scored count as unresolved (SEMANTICS.md, "Ranking a run that did not finish"); both
 those and the paper's figures are shown. A scorecard whose integrity is ``flagged`` is
@@ -35,9 +39,26 @@ from swechain_ci.models import Metrics, Record, Scorecard, Usage
 from swechain_ci.records import read_model, write_bytes, write_model, write_text
 from swechain_ci.specs.store import INTERFACE, split_level
 
-# The SWE-Chain paper's Build+Fix mean over its 9 agent configurations: a reference for
-# orientation, shown as a footnote in leaderboard.md, never used as a score.
-PAPER_REFERENCE = {"configurations": 9, "resolving": 0.448, "precision": 0.654, "f1": 0.502}
+
+
+class PublishedFigure(BaseModel):
+    """A figure the SWE-Chain paper reports (arXiv 2605.14415), shown beside ours, never a score."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    label: str
+    phase: Literal["Build", "Build+Fix"]
+    resolving: float
+    precision: float
+    f1: float | None
+
+
+# The paper's headline figures: 9 agent configurations on its 12 chains (155 steps).
+PAPER_CONFIGURATIONS = 9
+PAPER_FIGURES = (
+    PublishedFigure(label="mean of 9 configurations", phase="Build+Fix", resolving=0.448, precision=0.654, f1=0.502),
+    PublishedFigure(label="best configuration", phase="Build+Fix", resolving=0.608, precision=0.806, f1=0.685),
+    PublishedFigure(label="mean of 9 configurations", phase="Build", resolving=0.397, precision=0.540, f1=None),
+)
 
 
 class Strict(BaseModel):
@@ -89,8 +110,9 @@ class Superseded(Strict):
 
 
 class AgentRow(Strict):
-    rank: int
+    rank: int = Field(description="rank within the row's cohort")
     agent: str
+    cohort: str = Field("", description="the (chain@level) pairs the row's means cover; ranks compare one cohort")
     chains: list[str]
     steps_scored: int
     steps_total: int
@@ -157,6 +179,19 @@ def _entrant(card: Scorecard) -> str:
     (level ``<level>+interface``) form a row of their own, never averaged with, nor superseding,
     the agent's runs without it."""
     return card.agent + (INTERFACE if split_level(card.spec_level)[1] else "")
+
+
+def cohort_of(results: Iterable[ChainResult]) -> str:
+    """What a row's averages are over: its chains, each with the specification level it ran at."""
+    return ", ".join(sorted(f"{r.chain}@{r.spec_level}" for r in results))
+
+
+def cohorts(board: Leaderboard) -> list[tuple[str, list[AgentRow]]]:
+    """The board's rows grouped by cohort, in the board's order."""
+    grouped: dict[str, list[AgentRow]] = {}
+    for row in board.rows:
+        grouped.setdefault(row.cohort, []).append(row)
+    return list(grouped.items())
 
 
 def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) -> Leaderboard:
@@ -237,9 +272,17 @@ def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) ->
                 results=results,
             )
         )
-    rows.sort(key=_rank_key)
-    for rank, row in enumerate(rows, 1):
-        row.rank = rank
+    for row in rows:
+        row.cohort = cohort_of(row.results)
+    sizes: dict[str, int] = {}
+    for row in rows:
+        sizes[row.cohort] = sizes.get(row.cohort, 0) + 1
+    # The largest cohort first (the comparison most agents share), then by rank within each.
+    rows.sort(key=lambda r: (-sizes[r.cohort], r.cohort, *_rank_key(r)))
+    previous, rank = None, 0
+    for row in rows:
+        rank = rank + 1 if row.cohort == previous else 1
+        row.rank, previous = rank, row.cohort
     superseded.sort(key=lambda s: (s.agent, s.chain, s.dropped))
     return Leaderboard(
         generated_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -278,7 +321,7 @@ def render_markdown(board: Leaderboard) -> str:
     headers = [
         "rank",
         "agent",
-        "chains",
+        "compared over",
         "steps scored",
         "ranked B+F F1 %",
         "ranked B+F resolving %",
@@ -300,7 +343,7 @@ def render_markdown(board: Leaderboard) -> str:
             [
                 row.rank,
                 cell(row.agent, 80) + (f" (cleared: {cleared})" if cleared else ""),
-                n,
+                cell(row.cohort, 200),
                 f"{row.steps_scored}/{row.steps_total}",
                 _cell(row.ranking_build_fix.f1, n),
                 _cell(row.ranking_build_fix.resolving, n),
@@ -327,7 +370,7 @@ def render_markdown(board: Leaderboard) -> str:
         for row in board.rows
         for r in row.results
     ]
-    ref = PAPER_REFERENCE
+    mean = PAPER_FIGURES[0]
     lines = [
         "# Leaderboard",
         "",
@@ -335,7 +378,8 @@ def render_markdown(board: Leaderboard) -> str:
         + (f", specification level {board.spec_level}" if board.spec_level else "")
         + ". "
         "Each score is the plain mean over the agent's chains of that chain's value "
-        "(F1: the mean of the chains' F1s); ranked by the ranked Build+Fix F1, where a run's steps that were "
+        "(F1: the mean of the chains' F1s); agents are ranked only against agents with the same chains at the same "
+        "specification levels (the column 'compared over'), by the ranked Build+Fix F1, where a run's steps that were "
         "never scored count their upgrade-related tests as unresolved (the other columns are the paper's figures "
         "over the scored steps). Flagged runs are listed below and not ranked.[^paper]",
         "",
@@ -394,9 +438,9 @@ def render_markdown(board: Leaderboard) -> str:
         ]
         lines.append("")
     lines += [
-        f"[^paper]: For reference, the SWE-Chain paper reports a Build+Fix mean over its {ref['configurations']} "
-        f"agent configurations of {100 * ref['resolving']:.1f}% resolving, {100 * ref['precision']:.1f}% precision "
-        f"and {100 * ref['f1']:.1f}% F1, on its own chains; these are not scores of the runs above.",
+        f"[^paper]: For reference, the SWE-Chain paper reports a Build+Fix mean over its {PAPER_CONFIGURATIONS} "
+        f"agent configurations of {100 * mean.resolving:.1f}% resolving, {100 * mean.precision:.1f}% precision "
+        f"and {100 * (mean.f1 or 0):.1f}% F1, on its own chains; these are not scores of the runs above.",
         "",
     ]
     return "\n".join(lines)

@@ -1,15 +1,21 @@
-"""The static site: leaderboard, one page per agent x chain run, and the trend over the weeks.
+"""The static site: leaderboard, one page per agent x chain run, comparisons, and the trend.
 
 Plain HTML and CSS from Jinja2 templates with autoescaping on: every string that comes from a
-run or an agent (names, messages, summaries) is escaped. The per-chain selector is radio
-buttons and CSS, so the site has no script at all. Plots are inline SVG (``plots``). A run's
-diffs, Fix report and logs are copied beside its page as ``.txt`` files (bounded), so a
-browser shows them as text and never renders them.
+run or an agent (names, messages, summaries, trajectories, diffs) is escaped. Every page works
+without script: the per-chain selector is radio buttons and CSS, tables scroll in their frame;
+``tables.js`` only adds sorting and filtering. Plots are matplotlib's SVG (``plots``), the
+published figures of the paper stand beside ours, marked as published, and averages are only
+shown over comparable runs (a cohort: the same chains at the same levels). A run's diffs, Fix
+report and logs are copied beside its page as ``.txt`` files (bounded), so a browser shows
+them as text and never renders them; diffs and trajectories also get a page of their own.
 """
 
 from __future__ import annotations
 
+import csv
+import functools
 import hashlib
+import io
 import re
 import shutil
 from collections.abc import Callable, Sequence
@@ -17,15 +23,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import DiffLexer
 
 from swechain_ci.agents import BUILTIN_NAMES
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.outcomes import scored_universe
-from swechain_ci.models import RunRecord, Scorecard, Status, StepRecord, StepScore
+from swechain_ci.models import Metrics, RunRecord, Scorecard, Status, StepRecord, StepScore
 from swechain_ci.records import read_model, write_bytes, write_text
 from swechain_ci.scoring.failure_modes import LABELS, FailureMode, classify_phase, tally
-from swechain_ci.scoring.leaderboard import ChainResult, Leaderboard
-from swechain_ci.site.plots import Series, line_plot
+from swechain_ci.scoring.leaderboard import PAPER_FIGURES, AgentRow, ChainResult, Leaderboard, cohorts
+from swechain_ci.site.plots import Move, Series, build_to_fix_plot, heatmap, line_plot
+from swechain_ci.site.trajectory import Entry, read_entries
 
 HERE = Path(__file__).parent
 MAX_COPIED_BYTES = 1 << 20  # per linked file; the rest is cut with a note
@@ -41,6 +52,14 @@ STEP_FILES = {
     "logs/trajectory-build.jsonl": "trajectory (build)",
     "logs/trajectory-fix.jsonl": "trajectory (fix)",
 }
+DIFFS = {"build.diff": "Build", "fix.diff": "Fix"}
+# Where a phase's trajectory is recorded: the reference agent's own file, else the CLI's stream in its log.
+TRAJECTORY_SOURCES = {
+    "build": ("logs/trajectory-build.jsonl", "logs/agent-build.log"),
+    "fix": ("logs/trajectory-fix.jsonl", "logs/agent-fix.log"),
+}
+MAX_DIFF_BYTES = 1 << 20
+SITE_MARKER = ".swechain-site"
 
 
 def _slug(text: str) -> str:
@@ -61,6 +80,17 @@ def money(value: float | None) -> str:
     return "n/a" if value is None else f"${value:.2f}"
 
 
+def f1_undefined(metrics: Metrics) -> str:
+    """Why a chain's F1 is undefined although tests were scored (empty when it is defined or nothing was)."""
+    if metrics.f1 is not None or metrics.tp + metrics.fn + metrics.fp == 0:
+        return ""
+    if metrics.precision is None:
+        return "no test was resolved and none regressed, so precision TP/(TP+FP) is 0/0"
+    if metrics.resolving is None:
+        return "the steps had no upgrade-related test, so resolving TP/(TP+FN) is 0/0"
+    return "precision and resolving are both 0"
+
+
 # -- run pages ----------------------------------------------------------------------------------
 
 
@@ -75,6 +105,7 @@ class StepView:
     failures: list[tuple[str, str, str]] = field(default_factory=list)  # test, mode label, message
     failures_cut: int = 0
     links: list[tuple[str, str]] = field(default_factory=list)  # label, href
+    pages: list[tuple[str, str]] = field(default_factory=list)  # label, href of the step's own pages
     summary: str | None = None
 
 
@@ -86,6 +117,7 @@ class RunView:
     page: str
     steps: list[StepView]
     plot: str = ""
+    csv: str = ""  # href of the per-step figures as CSV
 
 
 def _copy_bounded(source: Path, target: Path) -> None:
@@ -155,6 +187,7 @@ def load_run(
                 target = f"{files_dir}/step-{score.index:02d}/{_slug(name.replace('/', '-'))}.txt"
                 _copy_bounded(step_dir / name, site / target)
                 view.links.append((STEP_FILES.get(name, name), target.removeprefix("runs/")))
+            view.pages = _step_pages(step_dir, score.index, files_dir, site, card)
             if summarize is not None and modes:
                 view.summary = summarize(record, {LABELS[m]: n for m, n in tally(modes).items() if n})
         steps.append(view)
@@ -170,7 +203,90 @@ def load_run(
         ],
         css_class="plot trajectory",
     )
-    return RunView(run=run, card=card, folder=folder, page=page, steps=steps, plot=plot)
+    csv_name = f"{files_dir}/steps.csv"
+    write_text(site / csv_name, steps_csv(steps))
+    return RunView(
+        run=run, card=card, folder=folder, page=page, steps=steps, plot=plot, csv=csv_name.removeprefix("runs/")
+    )
+
+
+def steps_csv(steps: Sequence[StepView]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(
+        [
+            "step",
+            "upgrade",
+            "upgrade_related",
+            "fix_ran",
+            "agent_status",
+            *(
+                f"{phase}_{m}"
+                for phase in ("build", "build_fix")
+                for m in ("resolving", "precision", "f1", "tp", "fn", "fp")
+            ),
+            "cost_usd",
+        ]
+    )
+    for s in steps:
+        sc = s.score
+        writer.writerow(
+            [
+                s.index,
+                s.upgrade,
+                sc.upgrade_related,
+                sc.fix_ran,
+                sc.agent_status,
+                *(
+                    "" if (v := getattr(getattr(sc, phase), m)) is None else v
+                    for phase in ("build", "build_fix")
+                    for m in ("resolving", "precision", "f1", "tp", "fn", "fp")
+                ),
+                "" if sc.cost_usd is None else sc.cost_usd,
+            ]
+        )
+    return buffer.getvalue()
+
+
+def _read_bounded(path: Path, limit: int) -> tuple[str, bool]:
+    with path.open("rb") as handle:
+        data = handle.read(limit + 1)
+    return data[:limit].decode("utf-8", "replace"), len(data) > limit
+
+
+def _step_pages(step_dir: Path, index: int, files_dir: str, site: Path, card: Scorecard) -> list[tuple[str, str]]:
+    """A highlighted page per diff and a viewer page per phase trajectory, beside the run page."""
+    env = _environment()
+    pages = []
+    for name, phase in DIFFS.items():
+        if (step_dir / name).is_file() and (step_dir / name).stat().st_size:
+            text, cut = _read_bounded(step_dir / name, MAX_DIFF_BYTES)
+            target = f"{files_dir}/step-{index:02d}/{name.replace('.', '-')}.html"
+            html = highlight(text, DiffLexer(), HtmlFormatter(cssclass="highlight"))
+            write_text(
+                site / target,
+                env.get_template("diff.html").render(
+                    card=card, index=index, phase=phase, diff=Markup(html), cut=cut, week="", root="../../../"
+                ),
+            )
+            pages.append((f"{phase} diff", target.removeprefix("runs/")))
+    for phase, sources in TRAJECTORY_SOURCES.items():
+        entries: list[Entry] = []
+        for source in sources:
+            if (step_dir / source).is_file():
+                entries = read_entries(step_dir / source)
+                if entries:
+                    break
+        if entries:
+            target = f"{files_dir}/step-{index:02d}/trajectory-{phase}.html"
+            write_text(
+                site / target,
+                env.get_template("trajectory.html").render(
+                    card=card, index=index, phase=phase, entries=entries, week="", root="../../../"
+                ),
+            )
+            pages.append((f"trajectory ({phase})", target.removeprefix("runs/")))
+    return pages
 
 
 # -- trend ----------------------------------------------------------------------------------------
@@ -208,6 +324,7 @@ def trends(history: Sequence[tuple[str, Leaderboard]]) -> list[ChainTrend]:
 # -- the site -------------------------------------------------------------------------------------
 
 
+@functools.cache
 def _environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(HERE / "templates"),
@@ -216,7 +333,7 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(percent=percent, money=money)
+    env.filters.update(percent=percent, money=money, f1_undefined=f1_undefined)
     env.globals.update(BASELINES=set(BUILTIN_NAMES), MODES=list(FailureMode), LABELS=LABELS)
     return env
 
@@ -233,16 +350,157 @@ def _worst_integrity(results: Sequence[ChainResult]) -> str | None:
     return None
 
 
+@dataclass
+class CohortView:
+    """Agents compared over the same chains at the same levels: the only rows averaged together."""
+
+    name: str
+    rows: list[AgentRow]
+    chains: list[str]
+    moves: Markup
+    heatmaps: list[Markup]
+
+
+def _difficulty_order(rows: Sequence[AgentRow], chains: Sequence[str]) -> list[str]:
+    """Chains from the easiest to the hardest: by the mean Build+Fix F1 of the cohort's agents."""
+
+    def mean_f1(chain: str) -> float:
+        known = [r.build_fix.f1 for row in rows for r in row.results if r.chain == chain and r.build_fix.f1 is not None]
+        return sum(known) / len(known) if known else -1.0
+
+    return sorted(chains, key=lambda c: (-mean_f1(c), c))
+
+
+def cohort_views(board: Leaderboard) -> list[CohortView]:
+    views = []
+    for name, rows in cohorts(board):
+        chains = _difficulty_order(rows, sorted({r.chain for row in rows for r in row.results}))
+        moves = build_to_fix_plot(
+            "Build → Build+Fix, mean over chains",
+            [
+                Move(
+                    row.agent,
+                    (row.build.precision.value, row.build.resolving.value),
+                    (row.build_fix.precision.value, row.build_fix.resolving.value),
+                )
+                for row in rows
+            ],
+        )
+        maps = []
+        for metric in ("resolving", "precision", "f1"):
+            values = [
+                [next((getattr(r.build_fix, metric) for r in row.results if r.chain == c), None) for c in chains]
+                for row in rows
+            ]
+            label = "F1" if metric == "f1" else metric
+            maps.append(
+                heatmap(f"Build+Fix {label} %, chains from easiest to hardest", [r.agent for r in rows], chains, values)
+            )
+        views.append(CohortView(name=name, rows=rows, chains=chains, moves=moves, heatmaps=maps))
+    return views
+
+
+@dataclass
+class ComparePage:
+    chain: str
+    page: str
+    runs: list[RunView]
+    steps: list[int]
+    plot: Markup
+
+
+def compare_pages(runs: dict[tuple[str, str], RunView]) -> list[ComparePage]:
+    """Per chain with two or more runs: the runs side by side, step by step (the paper's Figure 6 on top)."""
+    by_chain: dict[str, list[RunView]] = {}
+    for (_, chain), view in sorted(runs.items()):
+        by_chain.setdefault(chain, []).append(view)
+    pages = []
+    for chain, views in by_chain.items():
+        if len(views) < 2:
+            continue
+        steps = sorted({s.index for v in views for s in v.steps})
+        plot = line_plot(
+            f"Cumulative Build+Fix resolving on {chain}",
+            [str(i) for i in steps],
+            [
+                Series(
+                    v.card.agent, [next((s.cumulative_resolving for s in v.steps if s.index == i), None) for i in steps]
+                )
+                for v in views
+            ],
+            css_class="plot cumulative",
+        )
+        pages.append(ComparePage(chain=chain, page=f"compare/{_slug(chain)}.html", runs=views, steps=steps, plot=plot))
+    return pages
+
+
+def leaderboard_csv(board: Leaderboard) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    metrics = [
+        f"{phase}_{m}" for phase in ("build", "build_fix") for m in ("resolving", "precision", "f1", "tp", "fn", "fp")
+    ]
+    writer.writerow(
+        [
+            "cohort",
+            "rank",
+            "agent",
+            "chain",
+            "spec_level",
+            "steps",
+            "steps_scored",
+            "steps_total",
+            "integrity",
+            *metrics,
+            "ranking_build_fix_f1",
+            "cost_usd",
+        ]
+    )
+    for row in board.rows:
+        for r in row.results:
+            values = [
+                getattr(getattr(r, phase), m)
+                for phase in ("build", "build_fix")
+                for m in ("resolving", "precision", "f1", "tp", "fn", "fp")
+            ]
+            writer.writerow(
+                [
+                    row.cohort,
+                    row.rank,
+                    row.agent,
+                    r.chain,
+                    r.spec_level,
+                    r.step_range,
+                    r.steps_scored,
+                    r.steps_total,
+                    r.integrity,
+                    *("" if v is None else v for v in values),
+                    "" if r.ranking_build_fix.f1 is None else r.ranking_build_fix.f1,
+                    "" if r.cost_usd is None else r.cost_usd,
+                ]
+            )
+    return buffer.getvalue()
+
+
 def build_site(
     output: Path,
     board: Leaderboard,
     history: Sequence[tuple[str, Leaderboard]],
     week: str,
     summarize: Callable[[StepRecord, dict], str | None] | None = None,
+    *,
+    force: bool = False,
 ) -> list[Path]:
-    """Write the site into ``output`` (which must be empty or absent); returns the pages written."""
+    """Write the site into ``output``; returns the pages written. ``output`` must be empty or absent,
+    or ``force`` replaces a folder that holds an earlier build of the site (never another folder)."""
     if output.exists() and any(output.iterdir()):
-        raise SwechainError(f"{output} is not empty: give a new folder for the site (it is rebuilt whole)")
+        if not force:
+            raise SwechainError(f"{output} is not empty: give a new folder for the site, or --force to rebuild it")
+        if not (output / SITE_MARKER).is_file():
+            raise SwechainError(
+                f"{output} does not hold a site built by swechain-ci; --force replaces only such a folder"
+            )
+        shutil.rmtree(output)
     env = _environment()
     runs: dict[tuple[str, str], RunView] = {}
     shown = [(row.agent, result) for row in board.rows for result in row.results]
@@ -262,12 +520,16 @@ def build_site(
         )
         for chain in chains
     }
+    comparisons = compare_pages(runs)
     pages: dict[str, str] = {
         "index.html": env.get_template("index.html").render(
             board=board,
             week=week,
             chains=chains,
             per_chain=per_chain,
+            cohorts=cohort_views(board),
+            paper=PAPER_FIGURES,
+            comparisons={c.chain: c for c in comparisons},
             runs=runs,
             worst_integrity=_worst_integrity,
             root="",
@@ -276,10 +538,19 @@ def build_site(
     }
     for view in runs.values():
         pages[view.page] = env.get_template("run.html").render(view=view, card=view.card, week=week, root="../")
+    for comparison in comparisons:
+        pages[comparison.page] = env.get_template("compare.html").render(c=comparison, week=week, root="../")
     written = []
     for name, html in pages.items():
         write_text(output / name, html)
         written.append(output / name)
+    written += sorted(set(output.glob("runs/*/step-*/*.html")))  # each step's diff and trajectory pages
+    write_text(output / "leaderboard.csv", leaderboard_csv(board))
+    write_text(output / "leaderboard.json", board.model_dump_json(indent=2))
     shutil.copyfile(HERE / "style.css", output / "style.css")
+    with (output / "style.css").open("a") as handle:
+        handle.write(HtmlFormatter(cssclass="highlight").get_style_defs(".highlight"))
+    shutil.copyfile(HERE / "tables.js", output / "tables.js")
     write_text(output / ".nojekyll", "")
+    write_text(output / SITE_MARKER, "a site built by swechain-ci site; --force may replace this folder\n")
     return written

@@ -112,9 +112,13 @@ def runs(tmp_path: Path) -> Path:
 
 def test_plain_means_over_chains(runs):
     board = build_leaderboard([runs, runs.parent / "elsewhere"])
-    assert [r.agent for r in board.rows] == ["beta", "alpha", "gamma"]
-    assert [r.rank for r in board.rows] == [1, 2, 3]
-    beta, alpha, gamma = board.rows
+    # beta and gamma ran c1 alone: one cohort, ranked together; alpha ran c1-c3 and is ranked apart
+    assert [(r.agent, r.cohort, r.rank) for r in board.rows] == [
+        ("beta", "c1@L3", 1),
+        ("gamma", "c1@L3", 2),
+        ("alpha", "c1@L3, c2@L3, c3@L3", 1),
+    ]
+    beta, gamma, alpha = board.rows
 
     assert alpha.chains == ["c1", "c2", "c3"]
     bf = alpha.build_fix
@@ -155,13 +159,13 @@ def test_ranking_puts_nulls_last_and_breaks_ties_by_resolving(tmp_path):
 def test_markdown(runs):
     md = render_markdown(build_leaderboard([runs, runs.parent / "elsewhere"]))
     rows = [line for line in md.splitlines() if line.startswith("| ") and line.split("|")[1].strip().isdigit()]
-    assert [row.split("|")[2].strip() for row in rows] == ["`beta`", "`alpha`", "`gamma`"]
-    alpha = [c.strip() for c in rows[1].split("|")[1:-1]]
+    assert [row.split("|")[2].strip() for row in rows] == ["`beta`", "`gamma`", "`alpha`"]
+    alpha = [c.strip() for c in rows[2].split("|")[1:-1]]
     # Without a ranking plan (older scorecards) the ranked figures are the paper's.
     assert alpha == [
-        "2",
+        "1",
         "`alpha`",
-        "3",
+        "`c1@L3, c2@L3, c3@L3`",
         "4/7",
         "70.8 (2/3)",
         "41.7",
@@ -175,11 +179,12 @@ def test_markdown(runs):
         "",
         "3.50 (2/4 steps)",
     ]
-    gamma = [c.strip() for c in rows[2].split("|")[1:-1]]
+    gamma = [c.strip() for c in rows[1].split("|")[1:-1]]
     assert gamma[4:] == ["n/a"] * 8 + ["", "", "n/a"], "no turns or tokens reported: blank"
     assert "kept `" in md and "z-older/alpha-c3/scorecard.json`" in md
     # the paper's figures are a footnote, never a row
-    assert "ranked by the ranked Build+Fix F1, where a run's steps that were never scored" in md
+    assert "ranked only against agents with the same chains at the same specification levels" in md
+    assert "by the ranked Build+Fix F1, where a run's steps that were never scored" in md
     [footnote] = [line for line in md.splitlines() if line.startswith("[^paper]:")]
     assert "9 agent configurations" in footnote and "44.8% resolving, 65.4% precision and 50.2% F1" in footnote
     assert md.count("44.8") == 1
