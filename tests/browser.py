@@ -129,20 +129,28 @@ class Page:
 
     def click(self, selector: str) -> None:
         box = self.eval(
-            f"(() => {{ const r = document.querySelector({json.dumps(selector)}).getBoundingClientRect();"
-            " return [r.x + r.width / 2, r.y + r.height / 2]; })()"
+            f"(() => {{ const e = document.querySelector({json.dumps(selector)}); e.scrollIntoView({{block: 'center'}});"
+            " const r = e.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()"
         )
         for kind in ("mousePressed", "mouseReleased"):
             self.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1)
 
+    def viewport(self, width: int, height: int = 900) -> None:
+        """A window of this width (390: a phone, as a phone reports itself), for the pages that follow."""
+        self.width = width
+        self.call(
+            "Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=width < 600
+        )
+
     def screenshot(self, path: Path) -> Path:
         height = self.eval("document.documentElement.scrollHeight")
+        width = getattr(self, "width", 1400)
         self.call(
             "Emulation.setDeviceMetricsOverride",
-            width=1400,
+            width=width,
             height=min(int(height), 4000),
             deviceScaleFactor=1,
-            mobile=False,
+            mobile=width < 600,
         )
         data = self.call("Page.captureScreenshot", format="png")["data"]
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ resolving plane with F1 iso-curves (its Figure 3), agent × chain heatmaps order
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 from collections.abc import Sequence
@@ -68,6 +69,7 @@ def line_plot(title: str, x_labels: Sequence[str], series: Sequence[Series], *, 
         ax = fig.add_subplot()
         xs = list(range(len(x_labels)))
         ordered = sorted(enumerate(series), key=lambda pair: pair[1].dashed)
+        salt = hashlib.sha256(title.encode()).hexdigest()[:8]
         for k, s in ordered:
             ys = [float("nan") if v is None else 100 * v for v in s.values]
             ax.plot(
@@ -81,6 +83,7 @@ def line_plot(title: str, x_labels: Sequence[str], series: Sequence[Series], *, 
                 markerfacecolor="white" if s.dashed else PALETTE[k % len(PALETTE)],
                 label=_plain(s.label),
                 zorder=3 if s.dashed else 2,
+                gid=f"series-{k}-{salt}",  # the SVG group of this series' line and points
             )
         step = max(1, len(x_labels) // 12)
         ax.set_xticks(xs[::step], [_plain(x) for x in x_labels][::step])

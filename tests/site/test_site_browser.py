@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
 import threading
 from pathlib import Path
@@ -76,57 +77,113 @@ def serve():
         server.server_close()
 
 
-def check_site(browser: Browser, url: str, board, chains: list[str], shots: str) -> None:
+WIDTHS = (390, 1280)  # a phone and a laptop
+
+
+def fits(page) -> None:
+    """Nothing is cut: the page itself never scrolls sideways (wide tables scroll in their frame)."""
+    overflow = page.eval("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 1, f"the page is {overflow} px wider than the window"
+
+
+def check_site(browser: Browser, url: str, board, chains: list[str], shots: str, trajectory: str | None = None) -> None:
     page = browser.page()
     try:
-        page.goto(url + "index.html")
-        agents = page.eval("[...document.querySelectorAll('#table-0 tbody tr .agent')].map(e => e.textContent)")
-        assert agents == [row.agent for row in board.rows]
-        assert {"oracle", "noop"} <= set(agents)
-        views = page.eval("[...document.querySelectorAll('.selector label')].map(e => e.dataset.view)")
-        assert views == ["Average", *chains]
-
-        def shown() -> list[str]:
-            return page.eval(
-                "[...document.querySelectorAll('section.view')]"
-                ".filter(s => getComputedStyle(s).display !== 'none').map(s => s.dataset.view)"
-            )
-
-        assert shown() == ["Average"]
-        page.screenshot(artifacts() / f"{shots}-leaderboard.png")
-        for index, chain in enumerate(chains, 1):
-            page.click(f'label[for="view-{index}"]')
-            assert shown() == [chain]
-            expected = sorted(row.agent for row in board.rows if chain in row.chains)
-            listed = page.eval(
-                f"[...document.querySelectorAll('#table-{index} tbody tr .agent')].map(e => e.textContent)"
-            )
-            assert sorted(listed) == expected
-        page.screenshot(artifacts() / f"{shots}-leaderboard-{chains[-1]}.png")
-        page.click('label[for="view-0"]')
-        assert shown() == ["Average"]
-
-        for row in board.rows:
-            for result in row.results:
-                page.goto(url + run_page_name(row.agent, result.chain))
-                plot = page.eval(
-                    "(() => { const s = document.querySelector('svg.trajectory');"
-                    " if (!s) return null; const r = s.getBoundingClientRect();"
-                    " return [r.width, r.height, s.querySelectorAll('circle').length]; })()"
-                )
-                assert plot is not None, f"no trajectory plot for {row.agent} on {result.chain}"
-                assert plot[0] > 300 and plot[1] > 200 and plot[2] >= result.steps_scored
-                steps = page.eval("document.querySelectorAll('table.steps tbody tr:not(.total)').length")
-                assert steps == result.steps_scored
-                link = page.eval("(() => { const a = document.querySelector('td.files a'); return a && a.href; })()")
-                assert link and link.endswith(".txt")
-        page.screenshot(artifacts() / f"{shots}-run.png")
-        page.goto(url + "trend.html")
-        assert page.eval("document.querySelectorAll('svg.trend').length") == len(chains)
-        page.screenshot(artifacts() / f"{shots}-trend.png")
+        for width in WIDTHS:
+            page.viewport(width)
+            check_pages(page, url, board, chains, f"{shots}-{width}", trajectory)
         assert page.errors == [], page.errors
     finally:
         page.close()
+
+
+def check_pages(page, url: str, board, chains: list[str], shots: str, trajectory: str | None) -> None:
+    page.goto(url + "index.html")
+    fits(page)
+    agents = page.eval("[...document.querySelectorAll('#table-0 tbody tr .agent')].map(e => e.textContent)")
+    assert agents == [row.agent for row in board.rows]
+    assert {"oracle", "noop"} <= set(agents)
+    assert "published" in page.eval("document.querySelector('section.paper').textContent")
+    assert page.eval("document.querySelectorAll('#table-0 svg.moves').length") >= 1
+    assert page.eval("document.querySelectorAll('#table-0 svg.heatmap').length") >= 3
+    views = page.eval("[...document.querySelectorAll('.selector label')].map(e => e.dataset.view)")
+    assert views == ["Average", *chains]
+
+    def shown() -> list[str]:
+        return page.eval(
+            "[...document.querySelectorAll('section.view')]"
+            ".filter(s => getComputedStyle(s).display !== 'none').map(s => s.dataset.view)"
+        )
+
+    assert shown() == ["Average"]
+    # sorting and filtering, added by the script: the agent column sorted, then one agent filtered
+    first_table = "document.querySelector('#table-0 table.sortable')"
+    page.click("#table-0 table.sortable thead th:nth-child(2)")
+    names = page.eval(f"[...{first_table}.tBodies[0].rows].map(r => r.cells[1].textContent.trim())")
+    assert names == sorted(names)
+    page.eval(
+        "(() => { const f = document.querySelector('#table-0 .table-filter'); f.value = 'noop';"
+        " f.dispatchEvent(new Event('input')); })()"
+    )
+    visible = page.eval(f"[...{first_table}.tBodies[0].rows].filter(r => !r.hidden).length")
+    assert visible == 1
+    page.goto(url + "index.html")
+    page.screenshot(artifacts() / f"{shots}-leaderboard.png")
+    for index, chain in enumerate(chains, 1):
+        page.click(f'label[for="view-{index}"]')
+        assert shown() == [chain]
+        expected = sorted(row.agent for row in board.rows if chain in row.chains)
+        listed = page.eval(f"[...document.querySelectorAll('#table-{index} tbody tr .agent')].map(e => e.textContent)")
+        assert sorted(listed) == expected
+    page.screenshot(artifacts() / f"{shots}-leaderboard-{chains[-1]}.png")
+    page.click('label[for="view-0"]')
+    assert shown() == ["Average"]
+
+    for row in board.rows:
+        for result in row.results:
+            page.goto(url + run_page_name(row.agent, result.chain))
+            fits(page)
+            plot = page.eval(
+                "(() => { const s = document.querySelector('svg.trajectory');"
+                " if (!s) return null; const r = s.getBoundingClientRect();"
+                " return [r.width, r.height, s.querySelectorAll('g[id^=\"series-\"] use').length]; })()"
+            )
+            assert plot is not None, f"no trajectory plot for {row.agent} on {result.chain}"
+            assert plot[0] > 300 and plot[1] > 200 and plot[2] >= result.steps_scored
+            steps = page.eval("document.querySelectorAll('table.steps tbody tr').length")
+            assert steps == result.steps_scored
+            raw = page.eval("[...document.querySelectorAll('td.files details a')].map(a => a.href)")
+            assert raw and all(link.endswith(".txt") for link in raw)
+            headers = page.eval("[...document.querySelectorAll('table.steps thead th')].map(t => t.textContent.trim())")
+            assert "" not in headers and headers[:3] == ["step", "upgrade", "B+F F1 %"]
+    page.goto(url + run_page_name("oracle", chains[0]))  # the oracle's steps all have a diff
+    page.screenshot(artifacts() / f"{shots}-run.png")
+    diff = page.eval(
+        "(() => { const a = [...document.querySelectorAll('td.files > a')].find(a => a.textContent.includes('diff'));"
+        " return a && a.href; })()"
+    )
+    assert diff and diff.endswith(".html")
+    page.goto(diff)
+    fits(page)
+    assert page.eval("document.querySelectorAll('.highlight .gi, .highlight .gd').length") > 0
+    page.screenshot(artifacts() / f"{shots}-diff.png")
+    page.goto(url + f"compare/{chains[0]}.html")
+    fits(page)
+    columns = page.eval(
+        "[...document.querySelectorAll('table.compare thead th[data-run]')].filter(t => !t.hidden).length"
+    )
+    assert columns == 2, "the picker shows two runs side by side"
+    page.screenshot(artifacts() / f"{shots}-compare.png")
+    page.goto(url + "trend.html")
+    fits(page)
+    assert page.eval("document.querySelectorAll('svg.trend').length") == len(chains)
+    page.screenshot(artifacts() / f"{shots}-trend.png")
+    if trajectory:
+        page.goto(url + trajectory)
+        fits(page)
+        kinds = page.eval("[...document.querySelectorAll('ol.trajectory li')].map(li => li.className)")
+        assert {"entry message", "entry tool_call", "entry tool_result"} <= set(kinds)
+        page.screenshot(artifacts() / f"{shots}-trajectory.png")
 
 
 def make_site(tmp_path: Path, runs: list[Path]):
@@ -140,10 +197,28 @@ def make_site(tmp_path: Path, runs: list[Path]):
     return site, board
 
 
+def with_a_stream(replay: Path, tmp_path: Path) -> Path:
+    """A copy of the replay run whose step 1 Build log holds Claude Code's stream, as a cli agent's would."""
+    import shutil
+
+    copy = tmp_path / "streamed"
+    shutil.copytree(replay, copy)
+    step = sorted((copy / "steps").iterdir())[0]
+    (step / "logs").mkdir(exist_ok=True)
+    shutil.copyfile(REPO / "tests/fixtures/streams/claude-stream-json.jsonl", step / "logs" / "agent-build.log")
+    return copy
+
+
 def test_site_from_toy_runs_in_a_real_browser(toy_runs, browser, serve, tmp_path):
-    site, board = make_site(tmp_path, toy_runs)
-    check_site(browser, serve(site), board, ["toy"], "toy")
-    assert (artifacts() / "toy-leaderboard.png").stat().st_size > 10_000
+    oracle, noop, replay = toy_runs
+    site, board = make_site(tmp_path, [oracle, noop, with_a_stream(replay, tmp_path)])
+    [page] = site.glob("runs/replay*/step-01/trajectory-build.html")
+    check_site(browser, serve(site), board, ["toy"], "toy", trajectory=str(page.relative_to(site)))
+    assert (site / "leaderboard.csv").read_text().startswith("cohort,rank,agent,chain")
+    assert json.loads((site / "leaderboard.json").read_text())["rows"]
+    for width in WIDTHS:
+        for kind in ("leaderboard", "run", "diff", "compare", "trend", "trajectory"):
+            assert (artifacts() / f"toy-{width}-{kind}.png").stat().st_size > 10_000, (width, kind)
 
 
 @pytest.mark.slow
