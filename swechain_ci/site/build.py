@@ -35,6 +35,8 @@ from swechain_ci.models import Metrics, RunRecord, Scorecard, Status, StepRecord
 from swechain_ci.records import read_model, write_bytes, write_text
 from swechain_ci.scoring.failure_modes import LABELS, FailureMode, classify_phase, tally
 from swechain_ci.scoring.leaderboard import PAPER_FIGURES, AgentRow, ChainResult, Leaderboard, cohorts
+from swechain_ci.site.failure_judge import NAMES as JUDGE_CATEGORIES
+from swechain_ci.site.failure_judge import Verdict
 from swechain_ci.site.plots import Move, Series, build_to_fix_plot, heatmap, line_plot
 from swechain_ci.site.trajectory import Entry, read_entries
 
@@ -107,6 +109,7 @@ class StepView:
     links: list[tuple[str, str]] = field(default_factory=list)  # label, href
     pages: list[tuple[str, str]] = field(default_factory=list)  # label, href of the step's own pages
     summary: str | None = None
+    verdict: Verdict | None = None  # the failure judge's category, where it ran
 
 
 @dataclass
@@ -142,11 +145,15 @@ def _passing_rate(record: StepRecord) -> float | None:
     return sum(final.outcomes.get(t) == Status.passed for t in universe) / len(universe) if universe else None
 
 
+Judge = Callable[[StepRecord, list[Entry], dict[str, int]], Verdict | None]
+
+
 def load_run(
     folder: Path,
     card: Scorecard,
     site: Path,
     summarize: Callable[[StepRecord, dict], str | None] | None,
+    judge: Judge | None = None,
 ) -> RunView:
     run = read_model(folder / "run.json", RunRecord)
     page = run_page_name(card.agent, card.chain)
@@ -188,8 +195,11 @@ def load_run(
                 _copy_bounded(step_dir / name, site / target)
                 view.links.append((STEP_FILES.get(name, name), target.removeprefix("runs/")))
             view.pages = _step_pages(step_dir, score.index, files_dir, site, card)
+            counts = {LABELS[m]: n for m, n in tally(modes).items() if n}
             if summarize is not None and modes:
-                view.summary = summarize(record, {LABELS[m]: n for m, n in tally(modes).items() if n})
+                view.summary = summarize(record, counts)
+            if judge is not None and modes:
+                view.verdict = judge(record, phase_entries(step_dir, "fix" if record.fix else "build"), counts)
         steps.append(view)
     labels = [str(s.index) for s in steps]
     plot = line_plot(
@@ -254,6 +264,16 @@ def _read_bounded(path: Path, limit: int) -> tuple[str, bool]:
     return data[:limit].decode("utf-8", "replace"), len(data) > limit
 
 
+def phase_entries(step_dir: Path, phase: str) -> list[Entry]:
+    """The phase's trajectory: the reference agent's own record, else the CLI's stream in its log."""
+    for source in TRAJECTORY_SOURCES[phase]:
+        if (step_dir / source).is_file():
+            entries = read_entries(step_dir / source)
+            if entries:
+                return entries
+    return []
+
+
 def _step_pages(step_dir: Path, index: int, files_dir: str, site: Path, card: Scorecard) -> list[tuple[str, str]]:
     """A highlighted page per diff and a viewer page per phase trajectory, beside the run page."""
     env = _environment()
@@ -270,13 +290,8 @@ def _step_pages(step_dir: Path, index: int, files_dir: str, site: Path, card: Sc
                 ),
             )
             pages.append((f"{phase} diff", target.removeprefix("runs/")))
-    for phase, sources in TRAJECTORY_SOURCES.items():
-        entries: list[Entry] = []
-        for source in sources:
-            if (step_dir / source).is_file():
-                entries = read_entries(step_dir / source)
-                if entries:
-                    break
+    for phase in TRAJECTORY_SOURCES:
+        entries = phase_entries(step_dir, phase)
         if entries:
             target = f"{files_dir}/step-{index:02d}/trajectory-{phase}.html"
             write_text(
@@ -334,7 +349,9 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(percent=percent, money=money, f1_undefined=f1_undefined)
-    env.globals.update(BASELINES=set(BUILTIN_NAMES), MODES=list(FailureMode), LABELS=LABELS)
+    env.globals.update(
+        BASELINES=set(BUILTIN_NAMES), MODES=list(FailureMode), LABELS=LABELS, judge_categories=JUDGE_CATEGORIES
+    )
     return env
 
 
@@ -434,6 +451,17 @@ def compare_pages(runs: dict[tuple[str, str], RunView]) -> list[ComparePage]:
     return pages
 
 
+def judged_failures(runs: dict[tuple[str, str], RunView]) -> dict[str, dict[str, int]]:
+    """Per agent, how many of its failed steps the judge put in each category."""
+    counts: dict[str, dict[str, int]] = {}
+    for (agent, _), view in sorted(runs.items()):
+        for step in view.steps:
+            if step.verdict is not None:
+                per_agent = counts.setdefault(agent, dict.fromkeys(JUDGE_CATEGORIES, 0))
+                per_agent[step.verdict.category] += 1
+    return counts
+
+
 def leaderboard_csv(board: Leaderboard) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
@@ -489,6 +517,7 @@ def build_site(
     week: str,
     summarize: Callable[[StepRecord, dict], str | None] | None = None,
     *,
+    judge: Judge | None = None,
     force: bool = False,
 ) -> list[Path]:
     """Write the site into ``output``; returns the pages written. ``output`` must be empty or absent,
@@ -509,7 +538,7 @@ def build_site(
         folder = Path(result.scorecard).parent
         if (folder / "run.json").is_file():
             card = read_model(Path(result.scorecard), Scorecard)
-            runs[(agent, result.chain)] = load_run(folder, card, output, summarize)
+            runs[(agent, result.chain)] = load_run(folder, card, output, summarize, judge)
     if not history or history[-1][0] != week:
         history = [*history, (week, board)]
     chains = _chains(board)
@@ -528,6 +557,7 @@ def build_site(
             chains=chains,
             per_chain=per_chain,
             cohorts=cohort_views(board),
+            judged=judged_failures(runs) if judge is not None else None,
             paper=PAPER_FIGURES,
             comparisons={c.chain: c for c in comparisons},
             runs=runs,
