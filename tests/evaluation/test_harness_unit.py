@@ -393,3 +393,60 @@ def test_the_launched_interpreter_keeps_the_candidate_behind_the_image(tmp_path,
     )
     outcomes, _ = run_guarded_pytest(tmp_path, monkeypatch)
     assert set(outcomes.values()) == {"passed"}, outcomes
+
+
+# At import, the package points the interpreter's bytecode cache at a folder of its own and puts
+# there, for a hidden test module collected later, a rewritten module whose test passes.
+STEER_PYCACHE = """
+import importlib.util, inspect, marshal, os, sys, tempfile
+import _pytest.assertion.rewrite as rewrite
+prefix = tempfile.mkdtemp()
+target = os.path.join(os.path.dirname(__file__), '..', '..', 'tests', 'test_b.py')
+target = os.path.realpath(target)
+stat = os.stat(target)
+code = compile("def test_b():\\n    assert True\\n", target, "exec")
+folder = os.path.join(prefix, *os.path.dirname(target).split(os.sep)[1:])
+os.makedirs(folder, exist_ok=True)
+with open(os.path.join(folder, "test_b.py"[:-3] + rewrite.PYC_TAIL), "wb") as handle:
+    if "source_hash" in inspect.getsource(rewrite._read_pyc):  # pytest >= 9: hash-based pycs
+        source = open(target, "rb").read()
+        handle.write(importlib.util.MAGIC_NUMBER + b"\\3\\0\\0\\0" + importlib.util.source_hash(source)[:8])
+    else:
+        handle.write(importlib.util.MAGIC_NUMBER + b"\\0\\0\\0\\0")
+        handle.write((int(stat.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little"))
+        handle.write((stat.st_size & 0xFFFFFFFF).to_bytes(4, "little"))
+    handle.write(marshal.dumps(code))
+sys.pycache_prefix = prefix
+"""
+
+
+def test_a_crafted_rewrite_cache_under_the_candidates_pycache_prefix_is_never_read(tmp_path, monkeypatch):
+    write(
+        tmp_path,
+        {
+            "src/pkg/__init__.py": STEER_PYCACHE,
+            "tests/test_a.py": "import pkg\n\ndef test_a():\n    assert 1 == 2\n",
+            "tests/test_b.py": "def test_b():\n    assert 1 == 2\n",
+        },
+    )
+    observed = guarded_pytest(tmp_path, monkeypatch).run(["tests"])
+    outcomes = {t["nodeid"]: t["outcome"] for t in observed.stream.report()["tests"]}
+    assert outcomes == {"tests/test_a.py::test_a": "failed", "tests/test_b.py::test_b": "failed"}
+    assert "bytecode_steered" in {f["kind"] for f in observed.stream.flags}, observed.stream.flags
+
+
+def test_compiled_files_under_any_name_are_bytecode(tmp_path):
+    import importlib.util
+
+    pyc = importlib.util.MAGIC_NUMBER + b"\0" * 12
+    cases = {
+        "pkg/mod.pyc": (b"x", True),
+        "pkg/__pycache__/m.txt": (b"x", True),
+        "pkg/data.bin": (pyc, True),
+        "pkg/m.py": (b"x = 1\n", False),
+        "pkg/short": (b"\r\n", False),
+    }
+    for rel, (data, compiled) in cases.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(data)
+        assert harness.is_bytecode(tmp_path / rel, PurePosixPath(rel)) is compiled, rel

@@ -24,6 +24,11 @@ def main() -> int:
     sys.path += [p for p in (HARNESS, *code_paths) if p not in sys.path]
     # For the subprocesses some tests start: they import the candidate's code too.
     os.environ["PYTHONPATH"] = os.pathsep.join([HARNESS, *code_paths[:-1]])  # xdist workers load the guard
+    # Bytecode only from beside its source (root's folders: the image, the run folder without the
+    # candidate's compiled files), never written; the guard keeps it so (swechain_guard.BYTECODE).
+    os.environ.pop("PYTHONPYCACHEPREFIX", None)
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    sys.pycache_prefix, sys.dont_write_bytecode = None, True
     import pytest
     import swechain_guard
 

@@ -12,6 +12,7 @@ and reads what the guard plugin observes from a pipe it owns. It alone writes
 from __future__ import annotations
 
 import configparser
+import contextlib
 import fnmatch
 import importlib.machinery
 import json
@@ -65,6 +66,24 @@ def relative_files(root: Path):
         dirnames[:] = [d for d in dirnames if d != ".git"]
         for name in filenames + [d for d in dirnames if (base / d).is_symlink()]:
             yield PurePosixPath((base / name).relative_to(root).as_posix())
+
+
+# The magic numbers of CPython 3.x bytecode, then b"\r\n": what a .pyc starts with, whatever its name.
+PYC_MAGIC_RANGE = range(2900, 4000)
+BYTECODE_NAMES = ("__pycache__",)
+BYTECODE_SUFFIXES = (".pyc", ".pyo")
+
+
+def is_bytecode(path: Path, rel: PurePosixPath) -> bool:
+    """Compiled Python, by name or by content: never taken from a candidate, since the interpreter
+    and pytest's assertion rewriter would run it in place of source the harness can check."""
+    if any(part in BYTECODE_NAMES for part in rel.parts) or rel.suffix in BYTECODE_SUFFIXES:
+        return True
+    if path.is_symlink() or not path.is_file():
+        return False
+    with open(path, "rb") as handle:
+        head = handle.read(4)
+    return len(head) == 4 and head[2:] == b"\r\n" and int.from_bytes(head[:2], "little") in PYC_MAGIC_RANGE
 
 
 def module_stem(name: str) -> str:
@@ -126,6 +145,15 @@ def assemble(settings: dict) -> Assembly:
     RUN.mkdir(parents=True, exist_ok=True)
     for rel in relative_files(CANDIDATE):
         if not candidate_may_supply(rel, test_folder, protected):
+            continue
+        if is_bytecode(CANDIDATE / rel, rel):
+            assembly.flags.append(
+                {
+                    "kind": "bytecode_left_out",
+                    "location": str(rel)[:300],
+                    "detail": f"{str(rel)[:200]} is compiled Python; left out of the run",
+                }
+            )
             continue
         if name := shadowing(rel, import_roots, installed, settings["import_name"]):
             assembly.flags.append(
@@ -540,15 +568,11 @@ class Pytest:
 
 def end_runner_processes(process: subprocess.Popen) -> None:
     """End pytest's session and, when the supervisor is the container's init, every runner process."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     if run_as is not None and os.getpid() == 1:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(-1, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     process.wait()
 
 
@@ -559,7 +583,7 @@ def python_path(settings: dict) -> list[Path]:
     paths = [RUN / settings["source_root"]]
     if (TARGET / "dist").is_dir():
         paths.append(TARGET / "dist")
-    return paths + [RUN]
+    return [*paths, RUN]
 
 
 def report_is_consistent(exit_code: int, report: dict) -> bool:
@@ -636,6 +660,7 @@ def main() -> int:
         "SWECHAIN_TESTS_ROOT": str(RUN / settings["test_folder"]),
         "SWECHAIN_TRUSTED": str(TRUSTED),
     }
+    env.pop("PYTHONPYCACHEPREFIX", None)  # bytecode is read only beside its source, in root's folders
     ini_overrides = ["-o", "addopts=" + shlex.join(addopts)]
     filters = as_lines(ini.get("filterwarnings", ""))
     dropped_filters = unresolvable_warning_filters(filters, env, code_paths)

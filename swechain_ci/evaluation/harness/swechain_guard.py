@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import inspect
 import json
 import os
@@ -30,6 +31,30 @@ TEXT_CHARS = 4000
 # Builtins the harness itself swaps (import tolerance) or Python sets (the last result).
 OWN_BUILTINS = {"__import__", "_"}
 _real_import = builtins.__import__
+# Where Python reads and writes bytecode, as launch_pytest.py set it: read only beside each source
+# (root's folders), never written. The code under test may not steer it (a crafted assertion-rewrite
+# cache under a prefix of its own would stand in for a hidden test module): undone and reported.
+BYTECODE = (("pycache_prefix", None), ("dont_write_bytecode", True))
+BYTECODE_ENV = (("PYTHONPYCACHEPREFIX", None), ("PYTHONDONTWRITEBYTECODE", "1"))
+
+
+def pin_bytecode() -> list[str]:
+    """The bytecode settings the code under test changed, each set back."""
+    changed = []
+    for name, value in BYTECODE:
+        now = getattr(sys, name, value)
+        if now != value:
+            changed.append(f"sys.{name} was {now!r}"[:200])
+            setattr(sys, name, value)
+    for name, value in BYTECODE_ENV:
+        now = os.environ.get(name)
+        if now != value:
+            changed.append(f"${name} was {now!r}"[:200])
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return changed
 
 
 class _MissingNames(types.ModuleType):
@@ -87,6 +112,11 @@ class Tolerance:
     def failed_import(self, globals_: dict, module: str, names: list[str], error: str) -> None:
         raise NotImplementedError
 
+    def bytecode_pinned(self, when: str) -> None:
+        """Bytecode settings set back before and after each import of test code (a worker, which has
+        no pipe, only sets them back)."""
+        pin_bytecode()
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_load_initial_conftests(self, early_config, parser, args):
         """Tolerance only while test code is imported: at run time imports are untouched, so
@@ -99,11 +129,13 @@ class Tolerance:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_make_collect_report(self, collector):
+        self.bytecode_pinned(f"before collecting {collector.nodeid}")
         builtins.__import__ = self.tolerant_import
         try:
             yield
         finally:
             builtins.__import__ = _real_import
+            self.bytecode_pinned(f"while collecting {collector.nodeid}")
 
 
 class WorkerGuard(Tolerance):
@@ -139,6 +171,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
     global _worker
     if _in_xdist_worker() and _worker is None:
         _worker = WorkerGuard()
+        pin_bytecode()  # the controller's code under test may have set $PYTHONPYCACHEPREFIX for its workers
         early_config.pluginmanager.register(_worker, "swechain-worker-guard")
         builtins.__import__ = _worker.tolerant_import
         try:
@@ -173,10 +206,8 @@ class Guard(Tolerance):
     # the pipe ---------------------------------------------------------------
 
     def send(self, record: dict) -> None:
-        try:
+        with contextlib.suppress(OSError):  # the supervisor sees the missing end of the session
             os.write(self.fd, (json.dumps({**record, "k": self.token}) + "\n").encode())
-        except OSError:
-            pass  # the supervisor sees the missing end of the session
 
     def flag(self, kind: str, detail: str, location: str | None = None) -> None:
         if (kind, location or detail) not in self.flagged:
@@ -192,6 +223,11 @@ class Guard(Tolerance):
 
     def failed_import(self, globals_: dict, module: str, names: list[str], error: str) -> None:
         self.send({"t": "import", **self.import_record(globals_, module, names, error)})
+
+    def bytecode_pinned(self, when: str) -> None:
+        changed = pin_bytecode()
+        if changed:
+            self.flag("bytecode_steered", f"{when[:150]}: {'; '.join(changed)}; set back"[:400], "sys.pycache_prefix")
 
     # 2. the stream ----------------------------------------------------------
 
@@ -251,9 +287,11 @@ class Guard(Tolerance):
         )
         if report.when == "teardown":  # after the test's own fixtures (monkeypatch) are undone
             self.guarded(self.check_builtins)
+            self.guarded(self.bytecode_pinned, f"after {report.nodeid}")
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus) -> None:
+        self.guarded(self.bytecode_pinned, "at the end of the session")
         self.guarded(self.check_builtins)
         self.guarded(self.check_machinery)
         self.guarded(self.check_registry, session.config)
