@@ -337,7 +337,10 @@ class ChainRun:
                     log.write(f"\n[swechain-ci] {name}: {outcome.status} {outcome.detail}\n")
                 raise InfraFailure(step.index, name, outcome.infra, outcome.detail)
             try:
-                workspace.pull_code(after)
+                left_out = workspace.pull_code(after)
+                if left_out:  # recorded beside what the agent said: the code scored is not all it left
+                    shown = f"left out of the code tree: {', '.join(left_out)}"[:1000]
+                    outcome = outcome.model_copy(update={"detail": f"{outcome.detail}\n{shown}".strip()})
             except (
                 SwechainError
             ) as exc:  # e.g. a tree over the size limit: the agent's failure; the code stays as it was

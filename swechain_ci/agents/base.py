@@ -26,9 +26,9 @@ class Workspace:
     def __init__(self, container: AgentContainer) -> None:
         self.container = container
 
-    def pull_code(self, dest: Path) -> None:
-        """Copy /app/code to the host, keeping only what is safe to keep."""
-        trees.unpack_untrusted(self.container.get_tree(CODE_DIR), dest, strip="code")
+    def pull_code(self, dest: Path) -> list[str]:
+        """Copy /app/code to the host, keeping only what is safe to keep; what was left out, and why."""
+        return trees.unpack_untrusted(self.container.get_tree(CODE_DIR), dest, strip="code")
 
     def push_code(self, source: Path) -> None:
         """Replace /app/code with ``source``."""

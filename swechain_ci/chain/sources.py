@@ -421,16 +421,7 @@ def unpack_archive(archive: Path, dest: Path) -> None:
             rel = _strip(rel, top)
             if rel is None:
                 continue
-            if out.tar_member(rel, member, tar):
-                continue
-            if member.islnk():
-                link = _member_path(member.linkname)
-                link = _strip(link, top) if link is not None else None
-                source = out.target(link) if link is not None else None
-                if source is not None and source.is_file() and not source.is_symlink():
-                    with open(source, "rb") as handle:
-                        out.file(rel, handle, source.stat().st_size, os.access(source, os.X_OK))
-            # devices, FIFOs and anything else: dropped
+            out.tar_member(rel, member, tar, top or "")  # devices, FIFOs and anything else: dropped
 
 
 def _strip(rel: PurePosixPath, top: str | None) -> PurePosixPath | None:

@@ -21,6 +21,12 @@ from swechain_ci.models import DiffStats
 JUNK_NAMES = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".nox"})
 JUNK_SUFFIXES = (".pyc", ".pyo", ".egg-info")
 MAX_TREE_BYTES = 200 * 1024 * 1024
+# Bounds on the shape of a tree an agent leaves (real codebases are far inside them): deeper or
+# longer paths cannot be unpacked, cleaned up or archived in bounded time and stack on every host.
+MAX_TREE_DEPTH = 100
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 2048
+MAX_TREE_MEMBERS = 100_000
 
 
 def is_junk(relative: PurePosixPath) -> bool:
@@ -118,11 +124,17 @@ def pack(root: Path, prefix: str, uid: int = 0, gid: int = 0) -> bytes:
 
 class SafeWriter:
     """Writes archive members below ``dest``, refusing anything that would leave it:
-    paths through a link out of the tree, links that point out, more than ``limit`` bytes."""
+    paths through a link out of the tree, links that point out, more than ``limit`` bytes.
+    What it leaves out of the tree (and why) is in ``left_out``."""
 
     def __init__(self, dest: Path, limit: int, what: str) -> None:
         self.dest, self.root, self.limit, self.what = dest, dest.resolve(), limit, what
         self.total = 0
+        self.written: set[PurePosixPath] = set()
+        self.left_out: list[str] = []
+
+    def leave_out(self, rel: PurePosixPath, why: str) -> None:
+        self.left_out.append(f"{str(rel)[:200]} ({why})")
 
     def target(self, rel: PurePosixPath) -> Path | None:
         target = self.dest / rel
@@ -139,40 +151,74 @@ class SafeWriter:
     def file(self, rel: PurePosixPath, source, size: int, executable: bool) -> None:
         target = self.target(rel)
         if target is None:
-            return
+            return self.leave_out(rel, "written through a link out of the tree")
         self.total += size
         if self.total > self.limit:
             raise SwechainError(f"{self.what} exceeds {self.limit // 2**20} MiB")
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.is_symlink() or target.exists():
             if target.is_dir() and not target.is_symlink():
-                return
+                return self.leave_out(rel, "a file where a folder is")
             target.unlink()
         with open(target, "wb") as out:
             if source is not None:
                 shutil.copyfileobj(source, out)
         target.chmod(0o755 if executable else 0o644)
+        self.written.add(rel)
+
+    def hard_link(self, rel: PurePosixPath, linked: PurePosixPath | None) -> None:
+        """A hard link becomes a regular file with the content of the file it links to."""
+        if linked is None or linked not in self.written:
+            return self.leave_out(rel, "a hard link to a file that is not in the tree")
+        source = self.dest / linked
+        with open(source, "rb") as handle:
+            self.file(rel, handle, source.stat().st_size, os.access(source, os.X_OK))
 
     def symlink(self, rel: PurePosixPath, link: str) -> None:
         target = self.target(rel)
         if target is None or target.exists() or target.is_symlink():
-            return
+            return self.leave_out(rel, "a link over another member")
         target.parent.mkdir(parents=True, exist_ok=True)
         os.symlink(link, target)
         if not link_stays_inside(self.root, self.root / rel):
             target.unlink()
+            self.leave_out(rel, "a link out of the tree")
 
-    def tar_member(self, rel: PurePosixPath, member: tarfile.TarInfo, tar: tarfile.TarFile) -> bool:
-        """Write a folder, file or symlink member; False for any other kind (the caller decides)."""
+    def tar_member(self, rel: PurePosixPath, member: tarfile.TarInfo, tar: tarfile.TarFile, strip: str = "") -> None:
+        """Write a folder, file, symlink or hard link member; any other kind is left out."""
         if member.isdir():
             self.directory(rel)
         elif member.isreg():
             self.file(rel, tar.extractfile(member), member.size, bool(member.mode & 0o111))
         elif member.issym():
             self.symlink(rel, member.linkname)
+        elif member.islnk():
+            self.hard_link(rel, member_path(member.linkname, strip))
         else:
-            return False
-        return True
+            kind = "a device" if member.ischr() or member.isblk() else "a fifo" if member.isfifo() else "not a file"
+            self.leave_out(rel, kind)
+
+
+def member_path(name: str, strip: str) -> PurePosixPath | None:
+    """An archive member's path inside the tree, ``strip`` (the archive's top folder) removed;
+    None for the top folder itself or a path that would leave the tree."""
+    path = PurePosixPath(name)
+    if strip and path.parts and path.parts[0] == strip:
+        path = PurePosixPath(*path.parts[1:]) if len(path.parts) > 1 else PurePosixPath(".")
+    if str(path) == "." or path.is_absolute() or ".." in path.parts:
+        return None
+    return path
+
+
+def shape_problem(rel: PurePosixPath) -> str | None:
+    """Why a path is outside the bounds a tree may have (depth, name and path length), or None."""
+    if len(rel.parts) > MAX_TREE_DEPTH:
+        return f"more than {MAX_TREE_DEPTH} folders deep"
+    if len(os.fsencode(str(rel))) > MAX_PATH_BYTES:
+        return f"a path longer than {MAX_PATH_BYTES} bytes"
+    if any(len(os.fsencode(part)) > MAX_NAME_BYTES for part in rel.parts):
+        return f"a name longer than {MAX_NAME_BYTES} bytes"
+    return None
 
 
 class CappedStream(io.RawIOBase):
@@ -207,29 +253,46 @@ class CappedStream(io.RawIOBase):
         super().close()
 
 
-def unpack_untrusted(chunks, dest: Path, strip: str) -> None:
-    """Extract a tar stream that an agent produced, keeping only what is safe.
+def unpack_untrusted(chunks, dest: Path, strip: str) -> list[str]:
+    """Extract a tar stream that an agent produced, keeping only what is safe; returns what was
+    left out, each with its reason.
 
-    Regular files, directories and symlinks that stay inside the tree; no
-    devices, no hard links, nothing outside ``dest``, at most MAX_TREE_BYTES.
+    Regular files, directories and symlinks that stay inside the tree, hard links as regular
+    files with their content; no devices or fifos, nothing outside ``dest``, at most
+    MAX_TREE_BYTES. A tree deeper, with longer names or with more members than the bounds is
+    refused whole (``SwechainError``, naming the member), as soon as it is read: the work is
+    linear in the stream, and nothing deeper than the bounds is ever written.
     """
     dest.mkdir(parents=True, exist_ok=True)
     out = SafeWriter(dest, MAX_TREE_BYTES, "the agent's code tree")
     # Read as a stream: junk and headers count toward a cap too, and nothing is held whole in memory.
     stream = io.BufferedReader(CappedStream(chunks, MAX_TREE_BYTES * 2, "the agent's code tree (as an archive)"))
+    members = 0
     try:
         with tarfile.open(fileobj=stream, mode="r|*") as tar:
             for member in tar:
-                name = PurePosixPath(member.name)
-                if name.parts and name.parts[0] == strip:
-                    name = PurePosixPath(*name.parts[1:]) if len(name.parts) > 1 else PurePosixPath(".")
-                if str(name) == "." or name.is_absolute() or ".." in name.parts or is_junk(name):
+                members += 1
+                if members > MAX_TREE_MEMBERS:
+                    raise SwechainError(f"the agent's code tree has more than {MAX_TREE_MEMBERS:,} members")
+                name = member_path(member.name, strip)
+                if name is None:
                     continue
-                out.tar_member(name, member, tar)
+                problem = shape_problem(name)
+                if problem:
+                    raise SwechainError(f"the agent's code tree has {problem}: {str(name)[:200]}…")
+                if is_junk(name):
+                    continue
+                try:
+                    out.tar_member(name, member, tar, strip)
+                except OSError as exc:
+                    raise SwechainError(
+                        f"the agent's code tree cannot be unpacked at {str(name)[:200]}: {exc.strerror or exc}"
+                    ) from None
     except tarfile.TarError as exc:
         raise SwechainError(f"the agent's code tree is not a readable archive ({exc})") from None
     finally:
         stream.close()
+    return out.left_out
 
 
 def git(*args: str, cwd: Path | None = None, input: bytes | None = None) -> bytes:

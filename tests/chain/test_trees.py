@@ -70,9 +70,12 @@ def hostile_tar() -> bytes:
 
 def test_unpacking_an_agents_tree_keeps_only_what_is_safe(tmp_path):
     dest = tmp_path / "out"
-    trees.unpack_untrusted([hostile_tar()], dest, strip="code")
-    assert sorted(p.name for p in dest.iterdir()) == ["link_in", "ok.py"]
+    left_out = trees.unpack_untrusted([hostile_tar()], dest, strip="code")
+    assert sorted(p.name for p in dest.iterdir()) == ["hard", "link_in", "ok.py"]
+    # A hard link is the agent's file too: a regular file with its content.
+    assert (dest / "hard").read_bytes() == b"print(1)\n" and not (dest / "hard").is_symlink()
     assert not (tmp_path / "evil.py").exists()
+    assert left_out == ["link_out (a link out of the tree)", "link_abs (a link out of the tree)", "dev (a device)"]
 
 
 def test_unpacking_refuses_a_tree_over_the_size_limit(tmp_path, monkeypatch):

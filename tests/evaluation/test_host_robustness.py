@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import tarfile
+import time
 
 import pytest
 
@@ -140,3 +142,106 @@ def test_a_patch_inside_the_tree_still_applies(tmp_path):
     (code / "pkg").mkdir(parents=True)
     trees.apply_patch(code, NEW_FILE.format(p="pkg/new.py"))
     assert (code / "pkg" / "new.py").read_text() == "forged\n"
+
+
+def tar_stream(members: list[tarfile.TarInfo], data: dict[str, bytes] | None = None):
+    """A tar of ``members``, written as it is read (a 3,000-deep tree is never held whole)."""
+    data = data or {}
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for info in members:
+            content = data.get(info.name)
+            if content is not None:
+                info.size = len(content)
+            tar.addfile(info, io.BytesIO(content) if content is not None else None)
+            if buffer.tell() > 1 << 20:
+                yield buffer.getvalue()
+                buffer.seek(0)
+                buffer.truncate()
+    yield buffer.getvalue()
+
+
+def deep_members(depth: int) -> list[tarfile.TarInfo]:
+    members, path = [], "code"
+    for _ in range(depth):
+        path += "/d"
+        info = tarfile.TarInfo(path)
+        info.type = tarfile.DIRTYPE
+        members.append(info)
+        members.append(tarfile.TarInfo(path + "/f.py"))
+    return members
+
+
+@pytest.mark.parametrize("depth", [1000, 3000])
+def test_a_deep_tree_is_refused_at_once_and_leaves_nothing_deeper_than_the_bound(tmp_path, depth):
+    dest = tmp_path / "run" / "after"
+    started = time.perf_counter()
+    with pytest.raises(SwechainError, match=f"more than {trees.MAX_TREE_DEPTH} folders deep"):
+        trees.unpack_untrusted(tar_stream(deep_members(depth)), dest, strip="code")
+    seconds = time.perf_counter() - started
+    assert seconds < 5, f"{depth} deep took {seconds:.1f} s"
+    deepest = max(len(p.relative_to(dest).parts) for p in dest.rglob("*"))
+    assert deepest <= trees.MAX_TREE_DEPTH
+    shutil.rmtree(dest)  # what the host does with a refused tree: no RecursionError, nothing left
+    assert not dest.exists()
+
+
+def test_a_tree_inside_the_bounds_unpacks_whole_in_linear_time(tmp_path):
+    """As deep as allowed and 20,000 files wide: unpacked, each file where it was."""
+    deep = deep_members(trees.MAX_TREE_DEPTH - 1)
+    wide = [tarfile.TarInfo(f"code/wide/m{i}.py") for i in range(20_000)]
+    started = time.perf_counter()
+    left_out = trees.unpack_untrusted(tar_stream(deep + wide), tmp_path / "out", strip="code")
+    seconds = time.perf_counter() - started
+    assert left_out == []
+    assert len(os.listdir(tmp_path / "out" / "wide")) == 20_000
+    assert (tmp_path / "out" / "/".join(["d"] * (trees.MAX_TREE_DEPTH - 1)) / "f.py").is_file()
+    assert seconds < 60, f"{seconds:.1f} s"
+
+
+@pytest.mark.parametrize(
+    "member, reason",
+    [
+        (tarfile.TarInfo("code/" + "n" * 300 + ".py"), "a name longer than 255 bytes"),
+        (tarfile.TarInfo("code/" + "/".join(["x" * 200] * 12)), "a path longer than 2048 bytes"),
+    ],
+)
+def test_absurd_names_are_refused_with_the_reason_never_an_oserror(tmp_path, member, reason):
+    with pytest.raises(SwechainError, match=reason):
+        trees.unpack_untrusted(tar_stream([member]), tmp_path / "out", strip="code")
+
+
+def test_too_many_members_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(trees, "MAX_TREE_MEMBERS", 100)
+    members = [tarfile.TarInfo(f"code/m{i}.py") for i in range(101)]
+    with pytest.raises(SwechainError, match="more than 100 members"):
+        trees.unpack_untrusted(tar_stream(members), tmp_path / "out", strip="code")
+
+
+def special(name: str, kind: bytes, linkname: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, linkname
+    return info
+
+
+def test_unusual_members_are_unpacked_as_files_or_left_out_with_the_reason(tmp_path):
+    members = [
+        tarfile.TarInfo("code/pkg/real.py"),
+        special("code/pkg/hard.py", tarfile.LNKTYPE, "code/pkg/real.py"),
+        special("code/pkg/hard_to_nothing.py", tarfile.LNKTYPE, "code/pkg/absent.py"),
+        special("code/pkg/hard_out.py", tarfile.LNKTYPE, "/etc/passwd"),
+        special("code/fifo", tarfile.FIFOTYPE),
+        special("code/dev", tarfile.BLKTYPE),
+        special("code/.venv/bin/python", tarfile.SYMTYPE, "/usr/bin/python3"),
+    ]
+    dest = tmp_path / "out"
+    left_out = trees.unpack_untrusted(tar_stream(members, {"code/pkg/real.py": b"x = 1\n"}), dest, strip="code")
+    assert (dest / "pkg" / "hard.py").read_bytes() == b"x = 1\n"
+    assert sorted(p.name for p in (dest / "pkg").iterdir()) == ["hard.py", "real.py"]
+    assert left_out == [
+        "pkg/hard_to_nothing.py (a hard link to a file that is not in the tree)",
+        "pkg/hard_out.py (a hard link to a file that is not in the tree)",
+        "fifo (a fifo)",
+        "dev (a device)",
+        ".venv/bin/python (a link out of the tree)",
+    ]
