@@ -450,3 +450,68 @@ def test_compiled_files_under_any_name_are_bytecode(tmp_path):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes(data)
         assert harness.is_bytecode(tmp_path / rel, PurePosixPath(rel)) is compiled, rel
+
+
+# hypothesis' @given, rebuilt from the standard library: an installed wrapper (contextlib's, which
+# holds the test) behind a generated trampoline that claims the test file's name and line.
+IMPERSONATED = """
+import contextlib
+import pkg
+
+
+class quiet(contextlib.ContextDecorator):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _real():
+    assert pkg.f() == {expected}
+
+
+namespace = {{}}
+exec("def accept(f):\\n    def test_x():\\n        {body}\\n    return test_x\\n", namespace)
+test_x = namespace["accept"](quiet()(_real))
+test_x.__code__ = test_x.__code__.replace(co_filename=__file__, co_firstlineno=_real.__code__.co_firstlineno)
+"""
+
+
+@pytest.mark.parametrize(
+    "expected, body, flagged, outcome",
+    [
+        (1, "return f()", False, "passed"),  # honest: the trampoline forwards to the installed wrapper
+        (2, "return f()", False, "failed"),
+        (2, "return None", True, "passed"),  # the trampoline does not call the test: flagged
+    ],
+)
+def test_installed_wrappers_behind_a_trampoline_are_recognised(tmp_path, monkeypatch, expected, body, flagged, outcome):
+    write(
+        tmp_path,
+        {
+            "src/pkg/__init__.py": "def f():\n    return 1\n",
+            "tests/test_mod.py": IMPERSONATED.format(expected=expected, body=body),
+        },
+    )
+    observed = guarded_pytest(tmp_path, monkeypatch).run(["tests"])
+    assert [t["outcome"] for t in observed.stream.report()["tests"]] == [outcome]
+    kinds = {f["kind"] for f in observed.stream.flags}
+    assert ("test_code_altered" in kinds) is flagged, observed.stream.flags
+
+
+def test_code_claiming_an_installed_file_must_be_that_files(tmp_path, monkeypatch):
+    write(
+        tmp_path,
+        {
+            "src/pkg/__init__.py": "",
+            "tests/test_mod.py": (
+                "import os\n\ndef test_x():\n    assert False\n\n"
+                "test_x.__code__ = compile('def test_x():\\n    pass\\n', os.__file__, 'exec').co_consts[0]\n"
+            ),
+        },
+    )
+    observed = guarded_pytest(tmp_path, monkeypatch).run(["tests"])
+    assert [f["detail"] for f in observed.stream.flags if f["kind"] == "test_code_altered"] == [
+        f"tests/test_mod.py::test_x runs code that claims {os.__file__} but is not that file's"
+    ]

