@@ -407,7 +407,7 @@ def unpack_archive(archive: Path, dest: Path) -> None:
                         out.file(rel, handle, info.file_size, bool(mode & 0o111))
         return
     try:
-        tar = tarfile.open(archive, mode="r:*")
+        tar = tarfile.open(archive, mode="r:*")  # noqa: SIM115 - closed by the with below, after the error case
     except (tarfile.TarError, OSError) as exc:
         raise SwechainError(
             f"{archive}: not a readable tar or zip archive ({exc}); delete it to fetch it again"

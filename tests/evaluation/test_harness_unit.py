@@ -383,12 +383,11 @@ def test_the_launched_interpreter_keeps_the_candidate_behind_the_image(tmp_path,
                 "import subprocess, sys\n\n"
                 "def test_order():\n"
                 "    site = next(i for i, p in enumerate(sys.path) if p.endswith('site-packages'))\n"
-                "    src = sys.path.index(%r)\n"
+                "    src = sys.path.index({!r})\n"
                 "    assert site < src and sys.flags.no_user_site and sys.flags.hash_randomization == 0\n\n"
                 "def test_subprocess_imports_the_candidate():\n"
                 "    subprocess.run([sys.executable, '-c', 'import pkg'], check=True)\n"
-            )
-            % str(tmp_path / "src"),
+            ).format(str(tmp_path / "src")),
         },
     )
     outcomes, _ = run_guarded_pytest(tmp_path, monkeypatch)
