@@ -111,6 +111,7 @@ class GitHubState:
     issues: dict[int, dict[str, str]] = field(default_factory=dict, metadata={"doc": "number -> title, body"})
     pull_heads: dict[int, str] = field(default_factory=dict, metadata={"doc": "number -> head repository owner/name"})
     pull_files: dict[int, list[str]] = field(default_factory=dict)
+    pull_texts: dict[int, dict[str, str]] = field(default_factory=dict, metadata={"doc": "number -> title, body"})
     contents: dict[tuple[str, str], bytes] = field(default_factory=dict, metadata={"doc": "(sha, path) -> bytes"})
     permissions: dict[str, str] = field(default_factory=dict)
     comments: list[Comment] = field(default_factory=list)
@@ -312,9 +313,9 @@ def _issue_json(state: GitHubState, repo: str, number: int, base: str, pull: boo
         "id": 500 + number,
         "number": number,
         "state": "open",
-        "title": f"Pull request {number}",
+        "title": state.pull_texts.get(number, {}).get("title", f"Pull request {number}"),
         "user": _user_json("contributor", base),
-        "body": "",
+        "body": state.pull_texts.get(number, {}).get("body", ""),
         "url": f"{base}/repos/{repo}/{'pulls' if pull else 'issues'}/{number}",
         "html_url": f"https://github.example/{repo}/pull/{number}",
         "comments_url": f"{base}/repos/{repo}/issues/{number}/comments",

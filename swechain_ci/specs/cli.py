@@ -26,15 +26,24 @@ def specs_render(
         ),
     ] = False,
     steps: Annotated[str | None, typer.Option(help="only steps A-B (1-based), e.g. 9-13")] = None,
+    github: Annotated[
+        bool,
+        typer.Option(
+            "--github/--no-github",
+            help="fetch the title and text of linked issues and pull requests not cached yet under "
+            "specs/<chain>/linked/ from the GitHub API (GITHUB_API_URL, GITHUB_TOKEN)",
+        ),
+    ] = False,
 ) -> None:
-    """Render LEVEL for every step: the release-note tasks of the target version (and, with
-    --interface, LEVEL+interface with the interface changes appended)."""
+    """Render LEVEL for every step: the release-note tasks of the target version, with the text
+    of their linked issues and pull requests where cached (and, with --interface, LEVEL+interface
+    with the interface changes appended)."""
     from swechain_ci.chain.definition import load_chain
     from swechain_ci.settings import project_root
     from swechain_ci.specs.render import render_chain
 
     loaded = load_chain(chain).select_steps(steps)
-    written = render_chain(loaded, level=level)
+    written = render_chain(loaded, level=level, github=github)
     if interface:
         written += render_chain(loaded, level=level, interface=True)
     rows = []
@@ -46,10 +55,11 @@ def specs_render(
                 len(notes.tasks) if notes.found else "none shipped",
                 notes.source_file or "-",
                 "-" if spec.interface is None else ("none" if spec.interface.empty else "yes"),
+                len(spec.linked),
                 md.relative_to(project_root()) if md.is_relative_to(project_root()) else md,
             ]
         )
-    headers = ["step", "tasks", "changelog", "interface changes", "written"]
+    headers = ["step", "tasks", "changelog", "interface changes", "linked texts", "written"]
     typer.echo(tabulate(rows, headers=headers, tablefmt="github"))
 
 
@@ -251,3 +261,9 @@ def specs_import(
         f"\n{written} of {len(report.rows)} rows written at {report.level}; {len(report.unmatched)} matched no step"
         + (f"; no row for steps {', '.join(report.missing_steps)}" if report.missing_steps else "")
     )
+    linked = sum(r.linked for r in report.rows)
+    if linked:
+        typer.echo(
+            f"{linked} linked issue and pull request texts cached under specs/{report.chain}/linked/; "
+            f"`swechain-ci specs render {report.chain}` puts them in L1"
+        )

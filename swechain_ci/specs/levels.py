@@ -173,7 +173,8 @@ class LevelTask(Strict):
 class LevelSpec(Strict):
     """``L<n>.json``: one step's specification at one level, as data."""
 
-    schema_version: Literal[1, 2] = 2  # 2: file_changes, markdown, markdown_sha256
+    # file_changes, markdown and markdown_sha256 were added with defaults: files of before stay readable
+    schema_version: Literal[1] = 1
     generated_by: Generator
     level: str = Field(pattern=r"^L[1-5](\+interface)?$")  # "+interface": with the interface section
     granularity: Granularity | None  # of expectation and constraints (L3-L5)
@@ -343,7 +344,7 @@ def _record(js: Path) -> dict | None:
 def check_writable(md: Path, js: Path, also: tuple[str, ...] = ()) -> None:
     """Refuse to overwrite a file that ``specs synth`` or ``specs import`` (or a generator in
     ``also``) did not write: the JSON twin names its writer and the digest of the Markdown it
-    wrote, so a hand-edited ``L<n>.md`` is left alone (files of schema 1 carry a marker line)."""
+    wrote, so a hand-edited ``L<n>.md`` is left alone (files written before carry a marker line instead)."""
     ours = (*GENERATORS, *also)
     record = _record(js) if js.exists() else None
     if js.exists() and (record is None or record.get("generated_by") not in ours):

@@ -67,6 +67,8 @@ from swechain_ci.specs.levels import (
     level_files,
     write_level,
 )
+from swechain_ci.specs.linked import LinkedText, from_changelog_tasks
+from swechain_ci.specs.linked import store as store_linked
 
 _GROUP_TYPES: dict[str, str] = {title.lower(): kind for kind, title in GROUPS.items()}
 _GROUP_TYPES["other changes"] = "OTHER"  # what our renderings of schema 1 called "Others"
@@ -99,6 +101,7 @@ class ImportedRow(BaseModel):
     shape: Literal["tasks", "markdown", "tasks+markdown"] | None = None
     tasks: int | None = None
     published: list[str] = []  # levels whose L<n>.md is the published text itself
+    linked: int = 0  # linked issue and pull request texts cached for L1 (metadata folder)
     reason: str | None = None
     written: list[str] = []
 
@@ -729,6 +732,7 @@ def import_specs(
     reports: list[ImportedRow] = []
     planned: list[tuple[ImportedRow, list[Planned]]] = []
     seen: dict[tuple[str, str], int] = {}
+    linked_texts: list[LinkedText] = []
     for row in rows:
         report = ImportedRow(
             line=row.line, package=row.package, prev_ver=row.prev_ver, next_ver=row.next_ver, status="unmatched"
@@ -758,6 +762,10 @@ def import_specs(
         levels_of_row, shape, count = row_levels(chain, step, row, row_chosen)
         report.status, report.shape, report.tasks, report.source = "written", shape, count, row.source
         report.published = [p.spec.level for p in levels_of_row if p.published is not None]
+        if row.changelog_tasks is not None:
+            texts = from_changelog_tasks(row.changelog_tasks, row.where)
+            linked_texts += texts
+            report.linked = len(texts)
         planned.append((report, levels_of_row))
     if interface:
         from swechain_ci.specs.interface import render_interface
@@ -777,6 +785,8 @@ def import_specs(
         for p in ps:
             md, js = write_level(chain, p.spec, p.published)
             report.written += [str(md), str(js)]
+    for text in linked_texts:  # for L1 (`specs render`)
+        store_linked(chain, text)
     written_levels = sorted({Path(w).stem for r in reports for w in r.written if w.endswith(".md")})
     missing = [f"{a}-{b}" for a, b in chain.steps if (a, b) not in seen]
     return ImportReport(
