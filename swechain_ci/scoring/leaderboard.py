@@ -40,7 +40,6 @@ from swechain_ci.records import read_model, write_bytes, write_model, write_text
 from swechain_ci.specs.store import INTERFACE, split_level
 
 
-
 class PublishedFigure(BaseModel):
     """A figure the SWE-Chain paper reports (arXiv 2605.14415), shown beside ours, never a score."""
 

@@ -15,6 +15,11 @@ def percent(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}"
 
 
+def with_sign(value: float | None) -> str:
+    """A percentage in running text: "12.5%", or "n/a" (never "n/a%")."""
+    return "n/a" if value is None else f"{percent(value)}%"
+
+
 def metric_cells(m: Metrics) -> list[str]:
     return [percent(m.resolving), percent(m.precision), percent(m.f1), f"{m.tp}/{m.fn}/{m.fp}"]
 
@@ -47,9 +52,9 @@ def ranking_line(card: Scorecard) -> list[str]:
     r = card.ranking
     return [
         f"For ranking, the {len(r.steps_unscored)} step(s) never scored ({', '.join(map(str, r.steps_unscored))}) count "
-        f"their {r.fn_added} upgrade-related tests as unresolved: Build+Fix resolving {percent(r.build_fix.resolving)}%, "
-        f"precision {percent(r.build_fix.precision)}%, F1 {percent(r.build_fix.f1)}% "
-        f"({r.build_fix.tp}/{r.build_fix.fn}/{r.build_fix.fp}); Build F1 {percent(r.build.f1)}%.",
+        f"their {r.fn_added} upgrade-related tests as unresolved: Build+Fix resolving {with_sign(r.build_fix.resolving)}, "
+        f"precision {with_sign(r.build_fix.precision)}, F1 {with_sign(r.build_fix.f1)} "
+        f"({r.build_fix.tp}/{r.build_fix.fn}/{r.build_fix.fp}); Build F1 {with_sign(r.build.f1)}.",
         "",
     ]
 

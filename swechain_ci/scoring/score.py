@@ -100,6 +100,17 @@ def chain_metrics(per_step: Iterable[Counts]) -> Metrics:
     return Metrics(resolving=resolving, precision=precision, f1=f1, tp=tp, fn=fn, fp=fp)
 
 
+def f1_undefined(metrics: Metrics) -> str:
+    """Why a chain's F1 is undefined although tests were scored (empty when it is defined or nothing was)."""
+    if metrics.f1 is not None or metrics.tp + metrics.fn + metrics.fp == 0:
+        return ""
+    if metrics.precision is None:
+        return "no test was resolved and none regressed, so precision TP/(TP+FP) is 0/0"
+    if metrics.resolving is None:
+        return "the steps had no upgrade-related test, so resolving TP/(TP+FN) is 0/0"
+    return "precision and resolving are both 0"
+
+
 def category_tally(categories: Mapping[str, Category]) -> dict[Category, int]:
     tally = Counter(categories.values())
     return {c: tally[c] for c in Category}

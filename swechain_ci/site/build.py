@@ -31,10 +31,11 @@ from pygments.lexers import DiffLexer
 from swechain_ci.agents import BUILTIN_NAMES
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.outcomes import scored_universe
-from swechain_ci.models import Metrics, RunRecord, Scorecard, Status, StepRecord, StepScore
+from swechain_ci.models import RunRecord, Scorecard, Status, StepRecord, StepScore
 from swechain_ci.records import read_model, write_bytes, write_text
 from swechain_ci.scoring.failure_modes import LABELS, FailureMode, classify_phase, tally
 from swechain_ci.scoring.leaderboard import PAPER_FIGURES, AgentRow, ChainResult, Leaderboard, cohorts
+from swechain_ci.scoring.score import f1_undefined
 from swechain_ci.site.failure_judge import NAMES as JUDGE_CATEGORIES
 from swechain_ci.site.failure_judge import Verdict
 from swechain_ci.site.plots import Move, Series, build_to_fix_plot, heatmap, line_plot
@@ -80,17 +81,6 @@ def percent(value: float | None) -> str:
 
 def money(value: float | None) -> str:
     return "n/a" if value is None else f"${value:.2f}"
-
-
-def f1_undefined(metrics: Metrics) -> str:
-    """Why a chain's F1 is undefined although tests were scored (empty when it is defined or nothing was)."""
-    if metrics.f1 is not None or metrics.tp + metrics.fn + metrics.fp == 0:
-        return ""
-    if metrics.precision is None:
-        return "no test was resolved and none regressed, so precision TP/(TP+FP) is 0/0"
-    if metrics.resolving is None:
-        return "the steps had no upgrade-related test, so resolving TP/(TP+FN) is 0/0"
-    return "precision and resolving are both 0"
 
 
 # -- run pages ----------------------------------------------------------------------------------
