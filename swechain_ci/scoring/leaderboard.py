@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import math
+import statistics
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -75,8 +76,61 @@ class PhaseMeans(Strict):
     f1: Mean
 
 
+# Two-sided 95% critical values of Student's t by degrees of freedom; beyond the table, the normal's.
+T95 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    12: 2.179,
+    15: 2.131,
+    20: 2.086,
+    25: 2.060,
+    30: 2.042,
+}
+
+
+def t95(df: int) -> float:
+    """The largest tabled critical value at or below ``df`` degrees of freedom (conservative between rows)."""
+    return next((T95[k] for k in sorted(T95, reverse=True) if k <= df), T95[1]) if df <= 30 else 1.96
+
+
+class Interval(Strict):
+    """A figure over repeated runs: their mean and a 95% t-interval (none from a single run)."""
+
+    runs: int = Field(description="runs with a defined value")
+    mean: float | None
+    low: float | None = Field(description="null with fewer than two runs")
+    high: float | None
+
+
+def interval(values: Iterable[float | None]) -> Interval:
+    known = [v for v in values if v is not None]
+    if not known:
+        return Interval(runs=0, mean=None, low=None, high=None)
+    mean = math.fsum(known) / len(known)
+    if len(known) < 2:
+        return Interval(runs=1, mean=mean, low=None, high=None)
+    half = t95(len(known) - 1) * statistics.stdev(known) / math.sqrt(len(known))
+    return Interval(runs=len(known), mean=mean, low=mean - half, high=mean + half)
+
+
+class Repeats(Strict):
+    """The runs of one agent on one chain with the same inputs (level, steps, oracle): repeated samples."""
+
+    runs: int
+    build_fix_f1: Interval
+    build_fix_resolving: Interval
+
+
 class ChainResult(Strict):
-    """One scorecard that counts."""
+    """One scorecard that counts (the latest of its inputs), with its repeats where there are several."""
 
     chain: str
     step_range: str
@@ -94,6 +148,7 @@ class ChainResult(Strict):
     usage: Usage | None = Field(None, description="the agent's turns and tokens over the scored steps")
     scorecard: str = Field(description="path of the scorecard.json")
     oracle_hash: str | None = Field(None, description="the chain oracle the run was scored against")
+    repeats: Repeats | None = Field(None, description="over every run with the same inputs, this one included")
 
 
 class FlaggedRun(Strict):
@@ -122,6 +177,11 @@ class AgentRow(Strict):
     build_fix: PhaseMeans
     ranking_build: PhaseMeans = Field(description="the means of the ranking figures (unscored steps as FN)")
     ranking_build_fix: PhaseMeans = Field(description="what the rank is decided by")
+    build_fix_f1_runs: Interval | None = Field(
+        None,
+        description="the mean over chains of each chain's mean Build+Fix F1 over its runs, with a 95% interval "
+        "when every chain has two runs or more",
+    )
     results: list[ChainResult]
 
 
@@ -180,6 +240,45 @@ def _entrant(card: Scorecard) -> str:
     return card.agent + (INTERFACE if split_level(card.spec_level)[1] else "")
 
 
+def same_inputs(card: Scorecard, latest: Scorecard) -> bool:
+    """A repeat of the latest run: same level, steps and oracle (known); anything else it superseded."""
+    return (
+        card.oracle_hash is not None
+        and (card.oracle_hash, card.spec_level, card.step_range)
+        == (latest.oracle_hash, latest.spec_level, latest.step_range)
+        and card.integrity.status != "flagged"
+    )
+
+
+def repeats_of(cards: Sequence[Scorecard]) -> Repeats | None:
+    if len(cards) < 2:
+        return None
+    return Repeats(
+        runs=len(cards),
+        build_fix_f1=interval(c.build_fix.f1 for c in cards),
+        build_fix_resolving=interval(c.build_fix.resolving for c in cards),
+    )
+
+
+def average_interval(results: Sequence[ChainResult]) -> Interval | None:
+    """The agent's average Build+Fix F1 over its runs: the mean over chains of each chain's mean, and a
+    95% interval from the chains' own spreads (k chains: half-width t·sqrt(Σ s²/n)/k, df the fewest runs
+    less one). None when no chain has repeats; no interval while a chain has a single run."""
+    if not any(r.repeats for r in results):
+        return None
+    per_chain = [r.repeats.build_fix_f1 if r.repeats else interval([r.build_fix.f1]) for r in results]
+    means = [i.mean for i in per_chain if i.mean is not None]
+    if not means:
+        return Interval(runs=0, mean=None, low=None, high=None)
+    mean = math.fsum(means) / len(means)
+    spread = [i for i in per_chain if i.mean is not None]
+    if any(i.low is None or i.high is None or i.runs < 2 for i in spread):
+        return Interval(runs=min(i.runs for i in spread), mean=mean, low=None, high=None)
+    variance = math.fsum(((i.high - i.mean) / t95(i.runs - 1)) ** 2 for i in spread)  # type: ignore[operator]
+    half = t95(min(i.runs for i in spread) - 1) * math.sqrt(variance) / len(spread)
+    return Interval(runs=min(i.runs for i in spread), mean=mean, low=mean - half, high=mean + half)
+
+
 def cohort_of(results: Iterable[ChainResult]) -> str:
     """What a row's averages are over: its chains, each with the specification level it ran at."""
     return ", ".join(sorted(f"{r.chain}@{r.spec_level}" for r in results))
@@ -211,10 +310,12 @@ def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) ->
     for path, card in sorted(cards, key=lambda pc: (pc[0].stat().st_mtime_ns, str(pc[0]))):
         groups.setdefault((_entrant(card), card.chain), []).append((path, card))
     latest = {key: group[-1] for key, group in groups.items()}
+    repeated = {key: [card for _, card in group if same_inputs(card, group[-1][1])] for key, group in groups.items()}
     superseded = [
         Superseded(agent=agent, chain=chain, kept=str(group[-1][0]), dropped=str(path))
         for (agent, chain), group in groups.items()
-        for path, _ in group[:-1]
+        for path, card in group[:-1]
+        if not same_inputs(card, group[-1][1])
     ]
 
     by_agent: dict[str, list[tuple[Path, Scorecard]]] = {}
@@ -244,6 +345,7 @@ def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) ->
                 usage=card.usage,
                 scorecard=str(path),
                 oracle_hash=card.oracle_hash,
+                repeats=repeats_of(repeated[(agent, card.chain)]),
             )
             if result.integrity == "flagged":
                 flagged.append(FlaggedRun(agent=agent, result=result))
@@ -268,6 +370,7 @@ def build_leaderboard(folders: Sequence[Path], spec_level: str | None = None) ->
                 build_fix=_phase([r.build_fix for r in results]),
                 ranking_build=_phase([r.ranking_build for r in results]),
                 ranking_build_fix=_phase([r.ranking_build_fix for r in results]),
+                build_fix_f1_runs=average_interval(results),
                 results=results,
             )
         )

@@ -97,11 +97,26 @@ def _oracles(board: Leaderboard) -> dict[str, set[str]]:
     return found
 
 
+def _intervals(
+    before: ChainResult, after: ChainResult, metric: str
+) -> tuple[tuple[float | None, float], tuple[float | None, float]] | None:
+    """(previous mean, its low), (current mean, its high) when both weeks have intervals; else None."""
+    if before.repeats is None or after.repeats is None:
+        return None
+    old = getattr(before.repeats, f"build_fix_{metric}")
+    new = getattr(after.repeats, f"build_fix_{metric}")
+    if old.low is None or new.high is None:
+        return None
+    return (old.mean, old.low), (new.mean, new.high)
+
+
 def regressions(
     previous: tuple[str, Leaderboard], current: tuple[str, Leaderboard], threshold: float = DEFAULT_THRESHOLD
 ) -> list[Alert]:
     """Oracle changes per chain, then each agent's chain Build+Fix F1 or resolving that fell by more
-    than ``threshold`` (a fraction: 0.05 is five points). A value undefined in either week is not compared."""
+    than ``threshold`` (a fraction: 0.05 is five points). A value undefined in either week is not compared.
+    Where both weeks have repeated runs, their means are compared and the drop must also clear both 95%
+    intervals, so noise is not reported as a regression."""
     (old_week, old), (new_week, new) = previous, current
     alerts: list[Alert] = []
     old_oracles, new_oracles = _oracles(old), _oracles(new)
@@ -124,7 +139,16 @@ def regressions(
         agent, chain = key
         for metric in ("f1", "resolving"):
             was, now = getattr(before[key].build_fix, metric), getattr(after[key].build_fix, metric)
-            if was is None or now is None or was - now <= threshold:
+            spread = _intervals(before[key], after[key], metric)
+            detail = ""
+            if spread is not None:
+                # Repeated runs on both sides: compare their means, and only a drop beyond run-to-run noise
+                # (the two 95% intervals apart) is a regression.
+                (was, was_low), (now, now_high) = spread
+                if was is None or now is None or was - now <= threshold or now_high >= was_low:
+                    continue
+                detail = "beyond the run-to-run 95% intervals of both weeks"
+            elif was is None or now is None or was - now <= threshold:
                 continue
             alerts.append(
                 Alert(
@@ -136,6 +160,7 @@ def regressions(
                     current=now,
                     previous_week=old_week,
                     current_week=new_week,
+                    detail=detail,
                     runs=[before[key].scorecard, after[key].scorecard],
                 )
             )

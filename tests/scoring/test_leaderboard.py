@@ -52,6 +52,7 @@ def card(
     costs=(None,),
     mtime: float | None = None,
     spec_level: str = "L3",
+    oracle_hash: str | None = None,
 ) -> Path:
     path = folder / "scorecard.json"
     write_model(
@@ -66,6 +67,7 @@ def card(
             build=build,
             build_fix=build_fix,
             steps=[step(i + 1, c) for i, c in enumerate(costs)],
+            oracle_hash=oracle_hash,
         ),
     )
     if mtime is not None:
@@ -250,3 +252,63 @@ def test_runs_with_the_interface_section_are_a_row_of_their_own(tmp_path):
     rows = {r.agent: (r.build_fix.f1.value, [c.spec_level for c in r.results]) for r in board.rows}
     assert rows == {"alpha+interface": (0.9, ["L3+interface"]), "alpha": (0.5, ["L3"])}
     assert board.superseded == []  # the newer run at L3+interface does not replace the L3 one
+
+
+def test_repeated_runs_give_a_mean_and_a_95_percent_interval(tmp_path):
+    """Three runs of one agent with the same inputs are repeats; a run on another oracle supersedes."""
+    for i, f1 in enumerate((0.5, 0.6, 0.7)):
+        card(tmp_path / f"r{i}", "rep", "c1", m(0, 0, 0), m(f1, f1, f1), mtime=1_000 + i, oracle_hash="o2")
+        card(tmp_path / f"s{i}", "rep", "c2", m(0, 0, 0), m(f1 / 2, f1 / 2, f1 / 2), mtime=1_000 + i, oracle_hash="p")
+    card(tmp_path / "old", "rep", "c1", m(0, 0, 0), m(0.1, 0.1, 0.1), mtime=10, oracle_hash="o1")
+    card(tmp_path / "once", "single", "c1", m(0, 0, 0), m(0.4, 0.4, 0.4), oracle_hash="o2")
+    board = build_leaderboard([tmp_path])
+    rep = next(r for r in board.rows if r.agent == "rep")
+    c1 = next(r for r in rep.results if r.chain == "c1")
+    assert c1.build_fix.f1 == 0.7, "the chain's figure is still the latest run's"
+    f1 = c1.repeats.build_fix_f1
+    half = 4.303 * 0.1 / 3**0.5  # t(2) * stdev / sqrt(n)
+    assert (c1.repeats.runs, f1.runs) == (3, 3)
+    assert (f1.mean, f1.low, f1.high) == (pytest.approx(0.6), pytest.approx(0.6 - half), pytest.approx(0.6 + half))
+    assert [s.dropped for s in board.superseded] == [str(tmp_path / "old" / "scorecard.json")]
+    average = rep.build_fix_f1_runs
+    expected_half = 4.303 * ((0.1**2 / 3 + 0.05**2 / 3) ** 0.5) / 2
+    assert average.mean == pytest.approx((0.6 + 0.3) / 2)
+    assert average.high - average.mean == pytest.approx(expected_half)
+    single = next(r for r in board.rows if r.agent == "single")
+    assert single.results[0].repeats is None and single.build_fix_f1_runs is None, "one run: no interval"
+
+
+def test_a_single_interval_value_has_no_spread():
+    from swechain_ci.scoring.leaderboard import interval, t95
+
+    assert interval([0.5]).low is None and interval([]).mean is None
+    assert t95(1) == 12.706 and t95(11) == 2.228 and t95(31) == 1.96
+
+
+def test_alerts_tell_a_regression_from_noise_with_repeats(tmp_path):
+    from swechain_ci.site.history import regressions
+
+    def board(name, values):
+        for i, f1 in enumerate(values):
+            card(tmp_path / name / f"r{i}", "rep", "c1", m(0, 0, 0), m(f1, f1, f1), mtime=1_000 + i, oracle_hash="o")
+        return build_leaderboard([tmp_path / name])
+
+    before = board("w1", (0.60, 0.70, 0.65))
+    noisy = board("w2", (0.58, 0.66, 0.52))  # the latest run fell 13 points, the runs overlap
+    fell = board("w3", (0.30, 0.32, 0.31))
+    assert regressions(("2026-W48", before), ("2026-W49", noisy)) == []
+    [f1, resolving] = regressions(("2026-W48", before), ("2026-W49", fell))
+    assert (f1.metric, f1.previous, f1.current) == ("f1", pytest.approx(0.65), pytest.approx(0.31))
+    assert "beyond the run-to-run 95% intervals" in f1.detail and resolving.metric == "resolving"
+
+
+def test_the_site_shows_intervals_for_repeats_and_says_when_there_is_one_run(tmp_path):
+    from swechain_ci.site.build import build_site
+
+    for i, f1 in enumerate((0.5, 0.6, 0.7)):
+        card(tmp_path / "runs" / f"r{i}", "rep", "c1", m(0, 0, 0), m(f1, f1, f1), mtime=1_000 + i, oracle_hash="o")
+    card(tmp_path / "runs" / "once", "single", "c1", m(0, 0, 0), m(0.4, 0.4, 0.4), oracle_hash="o")
+    build_site(tmp_path / "site", build_leaderboard([tmp_path / "runs"]), [], "2026-W49")
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert "3 runs: 60.0 <small>± 24.8</small>" in html
+    assert '<span title="a single run: no interval">1 run</span>' in html
