@@ -215,7 +215,7 @@ def test_spec_level_filter_and_errors(runs, tmp_path):
     with pytest.raises(SwechainError, match="at spec level L2"):
         build_leaderboard([runs], spec_level="L2")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(SwechainError, match="no scorecard.json under"):
+    with pytest.raises(SwechainError, match=r"no scorecard\.json under"):
         build_leaderboard([tmp_path / "empty"])
     with pytest.raises(SwechainError, match="is not a folder"):
         build_leaderboard([tmp_path / "missing"])
