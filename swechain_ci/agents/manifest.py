@@ -41,6 +41,10 @@ RESERVED_ENV: tuple[tuple[str, str], ...] = (
 )
 SECRET_PREFIX = "SWECHAIN_SECRET_"
 NO_SECRETS_ENV = "SWECHAIN_NO_SECRETS"  # set (to 1) for smoke runs of proposed agents: no grant is read
+# The file of grants (SWECHAIN_SECRET_<AGENT>__<NAME>=value lines) the runner's .env names instead
+# of holding the values: every job's environment then carries a path, never a key, and only a run
+# that starts an agent reads the values.
+GRANTS_FILE_ENV = "SWECHAIN_GRANTS_FILE"
 # Python agents run in the harness's process, so only modules shipped with swechain-ci
 # (reviewed code, never a pull request's) may be named as their entry point.
 TRUSTED_PYTHON_PACKAGE = "swechain_ci.agents."
@@ -194,32 +198,61 @@ def grant_name(agent: str, variable: str) -> str:
     return f"{SECRET_PREFIX}{re.sub(r'[^A-Z0-9]', '_', agent.upper())}__{variable}"
 
 
+def runner_grants(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    """The runner's grants: SWECHAIN_SECRET_* variables, and the lines of the SWECHAIN_GRANTS_FILE
+    file (which win). A line that is not a grant is one error naming its number, never its value."""
+    grants = {name: value for name, value in environ.items() if name.startswith(SECRET_PREFIX)}
+    path = environ.get(GRANTS_FILE_ENV, "").strip()
+    if path:
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise SwechainError(
+                f"{GRANTS_FILE_ENV}={path} cannot be read ({type(exc).__name__}): give the runner user read access"
+            ) from None
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            name, equals, value = line.partition("=")
+            if not equals or not re.fullmatch(rf"{SECRET_PREFIX}[A-Z0-9_]+__[A-Z_][A-Z0-9_]*", name.strip()):
+                raise SwechainError(
+                    f"{path} line {number} is not a grant: write SWECHAIN_SECRET_<AGENT>__<NAME>=value (README, Agent secrets)"
+                )
+            grants[name.strip()] = value.strip()
+    return grants
+
+
 def granted_secrets(manifest: AgentManifest, environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
     """The values the runner grants this agent for the names its manifest lists; never stored.
 
-    A name is granted only by its SWECHAIN_SECRET_<AGENT>__<NAME> variable, never by a
-    variable of the same name, so an agent gets nothing the runner did not map to it.
-    With SWECHAIN_NO_SECRETS set (a smoke run of a proposed agent) it gets nothing at all."""
+    A name is granted only by its SWECHAIN_SECRET_<AGENT>__<NAME> grant (a variable, or a line of
+    the grants file), never by a variable of the same name, so an agent gets nothing the runner did
+    not map to it. With SWECHAIN_NO_SECRETS set (a smoke run of a proposed agent) it gets nothing
+    at all, and the grants file is not even read."""
     if environ.get(NO_SECRETS_ENV):
         return {}
+    grants = runner_grants(environ)
     missing = [
-        grant_name(manifest.name, name) for name in manifest.env if not environ.get(grant_name(manifest.name, name))
+        grant_name(manifest.name, name) for name in manifest.env if not grants.get(grant_name(manifest.name, name))
     ]
     if missing:
         raise SwechainError(
             f"agent {manifest.name} needs {', '.join(manifest.env)}: the runner grants them as {', '.join(missing)} "
-            "(set those in the runner's environment; README, Agent secrets)"
+            "(set those in the runner's grants file; README, Agent secrets)"
         )
-    return {name: environ[grant_name(manifest.name, name)] for name in manifest.env}
+    return {name: grants[grant_name(manifest.name, name)] for name in manifest.env}
 
 
 def scrub_runner_environment(environ: dict[str, str] | os._Environ[str]) -> list[str]:
-    """Remove the runner's internals and every grant from ``environ`` (call after reading this agent's grants),
-    so that nothing running later in this process finds them; returns the names removed."""
+    """Remove the runner's internals, every grant and the grants file's path from ``environ`` (call
+    after reading this agent's grants), so that nothing running later in this process finds them;
+    returns the names removed."""
     removed = [
         name
         for name in list(environ)
-        if name.startswith(SECRET_PREFIX) or re.fullmatch(r"(GITHUB|ACTIONS|RUNNER)_.*", name)
+        if name.startswith(SECRET_PREFIX)
+        or name == GRANTS_FILE_ENV
+        or re.fullmatch(r"(GITHUB|ACTIONS|RUNNER)_.*", name)
     ]
     for name in removed:
         del environ[name]

@@ -117,7 +117,7 @@ def matrix(
 ) -> None:
     """Print {"include": [{"agent": ..., "chain": ...}, ...]} for a workflow's strategy.matrix (fromJSON)."""
     from swechain_ci.agents import BUILTIN_NAMES
-    from swechain_ci.agents.manifest import available_manifests, grant_name, parse_manifest
+    from swechain_ci.agents.manifest import available_manifests, grant_name, parse_manifest, runner_grants
     from swechain_ci.chain.definition import available_chains
 
     if files and not changed_manifests:
@@ -137,9 +137,10 @@ def matrix(
         selected = [a for a in selected if a in wanted]
     if runnable_only:
         runnable = []
+        grants = runner_grants(os.environ)  # names only are used here
         for name in selected:
             needs = manifests[name].env if name in manifests else []
-            missing = [grant_name(name, v) for v in needs if not os.environ.get(grant_name(name, v))]
+            missing = [grant_name(name, v) for v in needs if not grants.get(grant_name(name, v))]
             if missing:
                 _note(f"note: {name} left out: the runner does not grant {', '.join(missing)}")
             else:

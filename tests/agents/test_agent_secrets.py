@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from swechain_ci.agents.manifest import (
@@ -49,3 +51,51 @@ def test_the_runners_internals_and_grants_are_scrubbed_from_the_process():
         "SWECHAIN_SECRET_X__K",
     ]
     assert environ == {"PATH": "/bin", "SWECHAIN_HOME": "/h"}
+
+
+def test_grants_come_from_the_runners_grants_file_and_no_job_environment_holds_them(tmp_path):
+    """The runner's .env names the file; the values reach only the run that starts the agent."""
+    grants = tmp_path / "grants.env"
+    grants.write_text("# the runner's grants\nSWECHAIN_SECRET_CLAUDE_CODE__ANTHROPIC_API_KEY=from-the-file\n\n")
+    job = {"SWECHAIN_GRANTS_FILE": str(grants), "PATH": "/usr/bin"}
+    assert granted_secrets(VENDOR, job) == {"ANTHROPIC_API_KEY": "from-the-file"}
+    assert not [v for v in job.values() if "from-the-file" in v], "the job's environment holds a path only"
+    assert granted_secrets(VENDOR, {**job, "SWECHAIN_NO_SECRETS": "1"}) == {}
+    scrub_runner_environment(job)
+    assert "SWECHAIN_GRANTS_FILE" not in job, "what runs after the grants are read cannot find the file"
+
+
+def test_a_line_of_the_grants_file_that_is_not_a_grant_is_named_without_its_value(tmp_path):
+    grants = tmp_path / "grants.env"
+    grants.write_text("SWECHAIN_SECRET_CLAUDE_CODE__ANTHROPIC_API_KEY=k\nANTHROPIC_API_KEY=sk-the-raw-key\n")
+    with pytest.raises(SwechainError, match="line 2 is not a grant") as caught:
+        granted_secrets(VENDOR, {"SWECHAIN_GRANTS_FILE": str(grants)})
+    assert "sk-the-raw-key" not in str(caught.value)
+    with pytest.raises(SwechainError, match="cannot be read"):
+        granted_secrets(VENDOR, {"SWECHAIN_GRANTS_FILE": str(tmp_path / "missing")})
+
+
+def test_the_weekly_matrix_sees_the_grants_files_names(tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from swechain_ci.github.cli import ci_app
+
+    grants = tmp_path / "grants.env"
+    grants.write_text("SWECHAIN_SECRET_CLAUDE_CODE__ANTHROPIC_API_KEY=k\n")
+    for name in [n for n in __import__("os").environ if n.startswith("SWECHAIN_SECRET_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("SWECHAIN_GRANTS_FILE", str(grants))
+    result = CliRunner().invoke(ci_app, ["matrix", "--runnable-only", "--chains", "toy"])
+    assert result.exit_code == 0, result.output
+    agents = {row["agent"] for row in json.loads(result.stdout)["include"]}
+    assert "claude-code" in agents and "codex" not in agents
+
+
+def test_no_workflow_puts_a_secret_in_a_jobs_environment():
+    from conftest import REPO
+
+    for path in sorted((REPO / ".github" / "workflows").glob("*.yml")):
+        text = path.read_text()
+        assert not re.search(r"\bsecrets\.|SWECHAIN_SECRET_|SWECHAIN_GRANTS_FILE", text), path.name
