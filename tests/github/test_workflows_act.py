@@ -66,7 +66,7 @@ def test_zizmor_auditor_finds_no_persisted_credentials_and_only_explained_self_h
         text=True,
     )
     findings = json.loads(audit.stdout)
-    assert not [f for f in findings if f["ident"] == "artipacked"]
+    assert not [f for f in findings if f["ident"] in ("artipacked", "undocumented-permissions")]
     readme = (REPO / "README.md").read_text()
     self_hosted = [f for f in findings if f["ident"] == "self-hosted-runner"]
     assert self_hosted
