@@ -15,6 +15,7 @@ so such a file is itself a finding). Pure: trees in, flags out.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import io
 import re
@@ -636,6 +637,24 @@ def own_names(gold: Path, source_root: str) -> frozenset[str]:
     )
 
 
+@functools.lru_cache(maxsize=8)
+def gold_findings(
+    gold: Path, scope: Scope
+) -> tuple[dict[PurePosixPath, str], set[tuple[str, str]], set[tuple[PurePosixPath, str, str]]]:
+    """The gold tree's digests and findings (by text, and by file and name); gold trees are
+    content-addressed folders, so one scan serves every phase of a step."""
+    gold_digests: dict[PurePosixPath, str] = {}
+    known: set[tuple[str, str]] = set()
+    known_in_file: set[tuple[PurePosixPath, str, str]] = set()
+    for rel in shipped_files(gold, scope.test_folder):
+        scanned = read_file(gold / rel)
+        gold_digests[rel] = scanned.sha256
+        for kind, _, _, text, name in file_findings(rel, scanned, scope):
+            known.add((kind, text))
+            known_in_file.add((rel, kind, name))
+    return gold_digests, known, known_in_file
+
+
 def scan_change(gold: Path, candidate: Path, test_folder: str, source_root: str = ".") -> list[IntegrityFlag]:
     """Flags for what the candidate's changed files do that the gold code does not.
 
@@ -644,15 +663,7 @@ def scan_change(gold: Path, candidate: Path, test_folder: str, source_root: str 
     that already inspects frames may change how it does (Jinja2's debug.py rewrites code objects
     differently from release to release)."""
     scope = Scope(own_names(gold, source_root), test_folder)
-    gold_digests: dict[PurePosixPath, str] = {}
-    known: set[tuple[str, str]] = set()
-    known_in_file: set[tuple[PurePosixPath, str, str]] = set()
-    for rel in shipped_files(gold, test_folder):
-        scanned = read_file(gold / rel)
-        gold_digests[rel] = scanned.sha256
-        for kind, _, _, text, name in file_findings(rel, scanned, scope):
-            known.add((kind, text))
-            known_in_file.add((rel, kind, name))
+    gold_digests, known, known_in_file = gold_findings(gold, scope)
     flags: list[IntegrityFlag] = []
     for rel in shipped_files(candidate, test_folder):
         scanned = read_file(candidate / rel)
