@@ -387,7 +387,7 @@ def run(
     done = run_phase(chain, agent, output, phase, step, spec_level, steps, branch)
     os.environ.update(job_files)  # the run hides GITHUB_* from what its agents run; the phase has ended
     at = done.ran or done.next
-    if done.ran is not None:
+    if done.ran is not None and done.ran.step is not None:
         markdown = phase_summary(output.resolve(), done.ran.step.index, phase)
     else:
         markdown = f"## {phase}\n\n{done.summary}\n"
@@ -515,13 +515,14 @@ def alerts(
     Alerts go to the job summary (call this before anything else writes it) and, if asked, to GitHub."""
     from swechain_ci.github.alerts import post_alerts
     from swechain_ci.github.reporting import GitHubReporter, write_job_summary
-    from swechain_ci.scoring.leaderboard import build_leaderboard
+    from swechain_ci.scoring.leaderboard import Leaderboard, build_leaderboard
     from swechain_ci.site.history import check_week, load_history, regressions, render_alerts, this_week
 
     snapshots = load_history(history)
+    current: tuple[str, Leaderboard] | None
     if runs:
-        current = (check_week(week) if week else this_week(), build_leaderboard(runs))
-        earlier = [s for s in snapshots if s[0] < current[0]]
+        this = (check_week(week) if week else this_week(), build_leaderboard(runs))
+        current, earlier = this, [s for s in snapshots if s[0] < this[0]]
     else:
         current, earlier = (snapshots[-1], snapshots[:-1]) if snapshots else (None, [])
     if current is None or not earlier:

@@ -10,11 +10,31 @@ render.py, leaderboard.py).
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = 1
+
+
+class Strict(BaseModel):
+    """The base of every model that crosses a boundary: a field it does not know is an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class StrictTyped(Strict):
+    """Strict, and without coercion ("1" is not 1): for what a model or an import wrote."""
+
+    model_config = ConfigDict(strict=True)
+
+
+# Shared vocabularies, spelled once.
+AgentPhase = Literal["build", "fix"]
+FlagPhase = Literal["build", "fix", "prev"]
+RunStatus = Literal["running", "finished", "stopped", "paused"]
+AgentStatus = Literal["ok", "crashed", "timed_out", "tree_rejected", "infra_error"]
+CostSource = Literal["cli", "prices"]
 
 
 class Status(str, Enum):
@@ -41,38 +61,34 @@ class Category(str, Enum):
     unrecovered = "unrecovered"
 
 
-class Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Record(Strict):
     schema_version: int = SCHEMA_VERSION
 
 
-class FailedImport(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class FailedImport(Strict):
     test_file: str
     module: str
     names: list[str]
     error: str
 
 
-class IntegrityFlag(BaseModel):
+class IntegrityFlag(Strict):
     """One finding that a score may have been steered (README, "Integrity").
 
     ``kind`` names the check (a row of the integrity table); ``location`` is ``file:line``
     in the candidate's code where the check can point at one.
     """
 
-    model_config = ConfigDict(extra="forbid")
     kind: str
     detail: str = Field(max_length=500)
     step: int | None = None
-    phase: Literal["build", "fix", "prev"] | None = None
+    phase: FlagPhase | None = None
     location: str | None = None
 
 
-class Integrity(BaseModel):
+class Integrity(Strict):
     """A run's integrity: clean, or flagged (not ranked) until a maintainer clears it."""
 
-    model_config = ConfigDict(extra="forbid")
     status: Literal["clean", "flagged", "cleared"] = "clean"
     flags: list[IntegrityFlag] = Field(default_factory=list)
     cleared_by: str | None = None
@@ -102,26 +118,43 @@ class TestRun(Record):
     integrity_flags: list[IntegrityFlag] = Field(default_factory=list)
 
 
-class StepOracle(Record):
-    """Which hidden tests one step must make pass, from gold runs."""
+class StepId(Strict):
+    """Which step of a chain: its index and the versions it upgrades between."""
 
     index: int
     prev_version: str
     next_version: str
+
+
+class StepGold(StepId, Record):
+    """A step and its hidden tests as the oracle found them: what the oracle hands to a step's record."""
+
     new_gold: dict[str, Status]
-    old_gold: dict[str, Status]
+    old_gold: dict[str, Status] = Field(
+        default_factory=dict, description="old gold under the hidden tests (the oracle's)"
+    )
     upgrade_related: list[str]
     flaky: list[str] = Field(default_factory=list)
     needs_network: list[str] = Field(default_factory=list)
+    gold_integrity_flags: list[IntegrityFlag] = Field(
+        default_factory=list,
+        description="the harness's findings on the target's own code (its new-gold runs): not evidence against a candidate",
+    )
+
+    def gold(self) -> dict[str, Any]:
+        """This step's identity and gold, as fields of another StepGold (a StepRecord from its StepOracle)."""
+        return {name: getattr(self, name) for name in StepGold.model_fields if name != "schema_version"}
+
+
+class StepOracle(StepGold):
+    """Which hidden tests one step must make pass, from gold runs."""
+
+    old_gold: dict[str, Status]  # required here: the oracle always ran it
     excluded: dict[str, str] = Field(
         default_factory=dict, description="test -> why it is not scored (not passing on new gold, flaky, network)"
     )
     old_gold_collection_errors: list[str] = Field(
         default_factory=list, description="collectors that failed in the old-gold run"
-    )
-    gold_integrity_flags: list[IntegrityFlag] = Field(
-        default_factory=list,
-        description="the harness's findings on the target's own code (its new-gold runs): not evidence against a candidate",
     )
 
 
@@ -144,8 +177,7 @@ class ChainOracle(Record):
     sanity: list[VersionSanity]
 
 
-class Counts(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Counts(Strict):
     tp: int = 0
     fn: int = 0
     fp: int = 0
@@ -154,8 +186,7 @@ class Counts(BaseModel):
     unrecovered: int = 0
 
 
-class Metrics(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Metrics(Strict):
     resolving: float | None
     precision: float | None
     f1: float | None
@@ -164,11 +195,12 @@ class Metrics(BaseModel):
     fp: int
 
 
-class Usage(BaseModel):
-    """Turns, tokens and dollars summed over agent phases; a field no phase reports is null."""
+class Usage(Strict):
+    """Turns or requests, tokens and dollars, summed over parts (an agent's phases, DecompSynth's
+    requests); a count that no part reports is null."""
 
-    model_config = ConfigDict(extra="forbid")
     turns: int | None = None
+    requests: int | None = Field(None, description="API requests, where they are counted (DecompSynth)")
     input_tokens: int | None = None
     output_tokens: int | None = None
     cache_read_tokens: int | None = None
@@ -186,6 +218,14 @@ class Usage(BaseModel):
             totals["cost_usd"] = round(totals["cost_usd"], 8)
         return cls(**totals)
 
+    @classmethod
+    def zero(cls) -> Usage:
+        """Nothing yet, counted: a sum that starts at 0 rather than at unknown."""
+        return cls(requests=0, input_tokens=0, output_tokens=0, cache_read_tokens=0, cache_write_tokens=0, cost_usd=0.0)
+
+    def plus(self, other: Usage) -> Usage:
+        return Usage.total([self, other])
+
 
 class AgentOutcome(Usage):
     """What one agent phase did, as the harness saw it, with its own turns, tokens and dollars.
@@ -193,8 +233,7 @@ class AgentOutcome(Usage):
     ``infra_error``: the provider or the network failed, not the agent (agents/triage.py);
     such a phase is never scored and pauses the run."""
 
-    model_config = ConfigDict(extra="forbid")
-    status: Literal["ok", "crashed", "timed_out", "tree_rejected", "infra_error"] = Field(
+    status: AgentStatus = Field(
         "ok", description="tree_rejected: the code tree it left cannot be taken (e.g. over the size limit)"
     )
     ended_by: str | None = Field(None, description="e.g. end_turn, exit, limit, repetition, infra")
@@ -205,7 +244,7 @@ class AgentOutcome(Usage):
     detail: str = ""
     wall_s: float = 0.0
     exit_code: int | None = None
-    cost_source: Literal["cli", "prices"] | None = Field(
+    cost_source: CostSource | None = Field(
         None, description="cli: dollars the agent's CLI reported; prices: tokens priced with prices.yaml"
     )
     prices_date: str | None = Field(None, description="the date of the price table, when prices were used")
@@ -213,8 +252,7 @@ class AgentOutcome(Usage):
     output_truncated: bool = False
 
 
-class DiffStats(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class DiffStats(Strict):
     files: int = 0
     added: int = 0
     removed: int = 0
@@ -235,7 +273,7 @@ class AgentPhaseRecord(Record):
     its code, which may run in another job on another runner.
     """
 
-    phase: Literal["build", "fix"]
+    phase: AgentPhase
     agent: AgentOutcome
     session_id: str
     session: Literal["none", "kept", "dropped"] = Field(
@@ -246,9 +284,8 @@ class AgentPhaseRecord(Record):
     diff: DiffStats
 
 
-class PhaseRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    phase: Literal["build", "fix"]
+class PhaseRecord(Strict):
+    phase: AgentPhase
     agent: AgentOutcome
     code_sha256: str
     diff: DiffStats
@@ -259,33 +296,20 @@ class PhaseRecord(BaseModel):
     execution_error: bool = Field(description="whether this evaluation triggers Fix")
 
 
-class StepRecord(Record):
+class StepRecord(StepGold):
     """Everything needed to re-score one step without Docker."""
 
-    index: int
-    prev_version: str
-    next_version: str
     spec_level: str
-    upgrade_related: list[str]
-    new_gold: dict[str, Status]
-    flaky: list[str] = Field(default_factory=list)
-    needs_network: list[str] = Field(default_factory=list)
     prev_outcomes: dict[str, Status] = Field(
         description="prev as observed; scoring may fall back to old_gold (integrity)"
     )
     build: PhaseRecord
     fix: PhaseRecord | None = None
     fix_report: str | None = None
-    old_gold: dict[str, Status] = Field(
-        default_factory=dict, description="old gold under the hidden tests (the oracle's)"
-    )
     prev_run: TestRun | None = Field(None, description="the prev evaluation (none at a range's first step: old gold)")
     integrity_flags: list[IntegrityFlag] = Field(
         default_factory=list,
         description="every integrity finding of this step (harness and scoring); recomputed on re-scoring",
-    )
-    gold_integrity_flags: list[IntegrityFlag] = Field(
-        default_factory=list, description="the oracle's: the harness's findings on the target's own code"
     )
     usage: Usage | None = Field(None, description="the agent's turns, tokens and dollars over Build and Fix")
 
@@ -305,7 +329,7 @@ class RunRecord(Record):
     spec_level: str
     oracle_hash: str
     steps_total: int
-    status: Literal["running", "finished", "stopped", "paused"] = Field(
+    status: RunStatus = Field(
         "running", description="paused: an infrastructure failure; resuming runs the paused step again"
     )
     stop_reason: str | None = None
@@ -315,23 +339,15 @@ class RunRecord(Record):
     )
 
 
-class PlannedStep(BaseModel):
+class PlannedStep(StepId):
     """A step of a run's range, with what ranking charges when it is never scored."""
 
-    model_config = ConfigDict(extra="forbid")
-    index: int
-    prev_version: str
-    next_version: str
     upgrade_related: int = Field(
         description="upgrade-related tests in the scored universe (flaky and network ones out)"
     )
 
 
-class StepScore(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    index: int
-    prev_version: str
-    next_version: str
+class StepScore(StepId):
     upgrade_related: int
     fix_ran: bool
     build: Metrics
@@ -360,7 +376,7 @@ class Scorecard(Record):
     build_fix: Metrics
     cost_usd: float | None = Field(None, description="the agent's cost over the scored steps, where known")
     usage: Usage | None = Field(None, description="the agent's turns, tokens and dollars over the scored steps")
-    status: Literal["running", "finished", "stopped", "paused"] | None = Field(None, description="the run's status")
+    status: RunStatus | None = Field(None, description="the run's status")
     steps: list[StepScore]
     oracle_hash: str | None = Field(None, description="the chain oracle the run was scored against")
     failure_modes_build: dict[str, int] = Field(default_factory=dict, description="the steps' failure modes, summed")
@@ -371,21 +387,19 @@ class Scorecard(Record):
     integrity: Integrity = Field(default_factory=Integrity)
 
 
-class Ranking(BaseModel):
+class Ranking(Strict):
     """The paper's figures with every step of the range that was never scored counted as
     unresolved: its upgrade-related tests are FN (no TP, no FP), so stopping early never pays."""
 
-    model_config = ConfigDict(extra="forbid")
     build: Metrics
     build_fix: Metrics
     steps_unscored: list[int] = Field(description="indexes of the range's steps never scored")
     fn_added: int = Field(description="upgrade-related tests of those steps, counted as FN")
 
 
-class ManifestCheck(BaseModel):
+class ManifestCheck(Strict):
     """One agent manifest as `agents validate` found it, for the pull request's comment."""
 
-    model_config = ConfigDict(extra="forbid")
     file: str = Field(max_length=300, description="the manifest, relative to the repository")
     because: str = Field(max_length=300, description="the changed file that brought it in (it, or its Dockerfile)")
     agent: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=100)

@@ -59,6 +59,7 @@ from swechain_ci.evaluation.outcomes import (
 from swechain_ci.github.branches import RunBranch
 from swechain_ci.models import (
     AgentOutcome,
+    AgentPhase,
     AgentPhaseRecord,
     ChainOracle,
     PhaseRecord,
@@ -270,7 +271,7 @@ class ChainRun:
             outcome = AgentOutcome(status="crashed", detail=f"{type(exc).__name__}: {exc}"[:2000])
         return outcome.model_copy(update={"wall_s": round(time.monotonic() - started, 3)})
 
-    def agent_phase(self, name: str, step: StepOracle, work: Path) -> None:
+    def agent_phase(self, name: AgentPhase, step: StepOracle, work: Path) -> None:
         """Build or Fix: the agent at work in a fresh container holding the code it starts from.
         Leaves ``agent-<name>.json`` (written last), ``code-<name>.tar.gz``, ``<name>.diff`` and the log."""
         folder = step_dir(self.output, step)
@@ -461,20 +462,12 @@ class ChainRun:
         code = self.code(step, "build", work / "build")
         build = self.evaluated("build", step, code, scored_prev, runs)
         record = StepRecord(
-            index=step.index,
-            prev_version=step.prev_version,
-            next_version=step.next_version,
+            **step.gold(),
             spec_level=self.record.spec_level,
-            upgrade_related=step.upgrade_related,
-            new_gold=step.new_gold,
-            flaky=step.flaky,
-            needs_network=step.needs_network,
             prev_outcomes=prev_outcomes,
             build=build,
-            old_gold=step.old_gold,
             prev_run=prev_run,
             integrity_flags=[prev_flag] if prev_flag else [],
-            gold_integrity_flags=step.gold_integrity_flags,
         )
         if build.agent.status == "ok" and build.execution_error:
             report = build_report(build.run)

@@ -15,6 +15,7 @@ with 529 overloaded_error, as the API does under load.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import threading
@@ -217,9 +218,7 @@ class ScriptedServer(LocalServer):
                         **payload,
                     }
                     payload.setdefault("usage", usage())
-                try:
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (a time-out)
                     self.send_json(reply.status, payload, reply.headers)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (a time-out); nothing to answer
 
         return Handler

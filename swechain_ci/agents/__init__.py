@@ -49,9 +49,11 @@ def build_agent(manifest: AgentManifest) -> Agent:
             return OracleAgent()
         if manifest.builtin == "noop":
             return NoopAgent()
+        assert manifest.patches is not None, "the manifest's validation requires patches for replay"
         return ReplayAgent(Path(manifest.patches))
     if manifest.kind == "cli":
         return CliAgent(manifest)
+    assert manifest.entrypoint is not None, "the manifest's validation requires an entrypoint for kind python"
     module_name, _, class_name = manifest.entrypoint.partition(":")
     try:
         factory = getattr(importlib.import_module(module_name), class_name)

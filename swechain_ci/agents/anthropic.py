@@ -86,10 +86,11 @@ import traceback
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anthropic
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from anthropic.types import MessageParam, ToolParam
+from pydantic import Field, ValidationError
 
 from swechain_ci.agents.base import CODE_DIR, FIX_REPORT_FILE, SPEC_FILE, PhaseContext
 from swechain_ci.agents.manifest import AgentManifest
@@ -97,7 +98,7 @@ from swechain_ci.agents.prices import PRICES_FILE, TokenUsage, load_prices, pric
 from swechain_ci.agents.tools import ContainerTools, ToolResult
 from swechain_ci.agents.triage import classify
 from swechain_ci.errors import SwechainError, describe_validation
-from swechain_ci.models import AgentOutcome
+from swechain_ci.models import AgentOutcome, Strict
 
 SDK_DIR = Path(anthropic.__file__).parent
 # Tool outputs of the last user messages that context compaction leaves alone.
@@ -196,13 +197,20 @@ TOOLS: list[dict[str, Any]] = [
     },
 ]
 
+# The conversation and the tools are kept as plain JSON (a session is saved and resumed); the SDK's
+# TypedDicts describe the same wire shapes, so they are taken as those at the SDK's door.
+TOOL_PARAMS = cast("list[ToolParam]", TOOLS)
+
+
+def as_message_params(messages: list[dict[str, Any]]) -> list[MessageParam]:
+    return cast("list[MessageParam]", messages)
+
 
 # ---------------------------------------------------------------------------------------------
 # options
 
 
-class AnthropicOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class AnthropicOptions(Strict):
     max_tokens: int = Field(16000, gt=0)
     max_retries: int = Field(3, ge=0)
     request_timeout_s: float = Field(600, gt=0)
@@ -346,6 +354,7 @@ class AnthropicAgent:
                 "{input, output, cache_write, cache_read} in dollars per million tokens"
             )
         self.price = prices[manifest.model]
+        self.model: str = manifest.model
         # session id -> the conversation so far; Fix continues its step's Build conversation.
         self.conversations: dict[str, list[dict[str, Any]]] = {}
 
@@ -560,12 +569,13 @@ class Session:
             response = self.call(
                 client,
                 "create",
-                lambda: client.messages.create(
-                    model=self.agent.manifest.model,
+                # Bound now: the call runs (and may retry) within this turn.
+                lambda system=system, messages=messages: client.messages.create(
+                    model=self.agent.model,
                     max_tokens=options.max_tokens,
                     system=system,
-                    tools=TOOLS,
-                    messages=messages,
+                    tools=TOOL_PARAMS,
+                    messages=as_message_params(messages),
                     timeout=min(options.request_timeout_s, max(self.remaining(), 0.001)),
                 ),
             )
@@ -658,10 +668,10 @@ class Session:
             client,
             "count_tokens",
             lambda: client.messages.count_tokens(
-                model=self.agent.manifest.model,
+                model=self.agent.model,
                 system=system,
-                tools=TOOLS,
-                messages=messages,
+                tools=TOOL_PARAMS,
+                messages=as_message_params(messages),
             ),
         )
         if isinstance(counted, AgentOutcome):
@@ -685,7 +695,7 @@ class Session:
             except (WallClockPassed, anthropic.APITimeoutError) as exc:
                 if self.remaining() <= 0 or isinstance(exc, WallClockPassed):
                     return self.wall_clock(" during a model call")
-                failure = exc
+                failure: anthropic.APIError = exc
             except anthropic.APIError as exc:
                 if self.remaining() <= 0:
                     return self.wall_clock(f" during a model call ({exc})")

@@ -6,13 +6,13 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
 from swechain_ci.agents.manifest import AgentLimits
 from swechain_ci.chain import trees
 from swechain_ci.chain.definition import Chain
 from swechain_ci.containers.sandbox import AGENT_UID, AgentContainer, CommandOutcome
-from swechain_ci.models import AgentOutcome
+from swechain_ci.models import AgentOutcome, AgentPhase
 
 CODE_DIR = "/app/code"
 SPEC_FILE = "/app/SPEC.md"
@@ -74,7 +74,7 @@ class PhaseContext:
     SPEC_FILE, the Fix report at FIX_REPORT_FILE (fix only), the task prompt at
     PROMPT_FILE; the code at /app/code."""
 
-    phase: Literal["build", "fix"]
+    phase: AgentPhase
     step_index: int
     prev_version: str
     next_version: str

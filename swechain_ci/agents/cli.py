@@ -11,6 +11,7 @@ on top of whatever flags the CLI has for them. A failed phase is triaged
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 
 from swechain_ci.agents.base import (
     CODE_DIR,
@@ -19,7 +20,7 @@ from swechain_ci.agents.base import (
     SPEC_FILE,
     PhaseContext,
 )
-from swechain_ci.agents.manifest import AgentManifest
+from swechain_ci.agents.manifest import AgentLimits, AgentManifest
 from swechain_ci.agents.prices import load_prices, price_for, prices_date
 from swechain_ci.agents.streams import LiveParse
 from swechain_ci.agents.triage import classify
@@ -75,27 +76,16 @@ class CliAgent:
             log.write(f"$ {shlex.join(argv)}\n")
         live = LiveParse(self.manifest.stream, self.price) if self.manifest.stream else None
         passed: list[str] = []
-
-        def watch(chunk: bytes) -> bool:
-            """Parse as it arrives; True (end the agent) once a turn or dollar limit is passed."""
-            live.feed(chunk)
-            limits = ctx.limits
-            if limits.turns is not None and live.tally.turns > limits.turns:
-                passed.append("turns")
-            elif limits.cost_usd is not None and (live.cost_usd or 0.0) > limits.cost_usd:
-                passed.append("cost_usd")
-            return bool(passed)
-
         done = ctx.workspace.run(
             argv,
             timeout_s=ctx.limits.wall_s,
             output_limit=ctx.limits.output_bytes,
             log=ctx.log,
             env=ctx.secrets,
-            on_output=watch if live else None,
+            on_output=self.watcher(live, ctx.limits, passed) if live else None,
         )
         usage = self.usage(live)
-        if done.stopped and passed:
+        if done.stopped and passed and live:
             return AgentOutcome(
                 ended_by="limit",
                 limit=passed[0],
@@ -168,6 +158,19 @@ class CliAgent:
             "prices_date": prices_date() if live.cost_source == "prices" else None,
             "cli_session": tally.session,
         }
+
+    @staticmethod
+    def watcher(live: LiveParse, limits: AgentLimits, passed: list[str]) -> Callable[[bytes], bool]:
+        def watch(chunk: bytes) -> bool:
+            """Parse as it arrives; True (end the agent) once a turn or dollar limit is passed."""
+            live.feed(chunk)
+            if limits.turns is not None and live.tally.turns > limits.turns:
+                passed.append("turns")
+            elif limits.cost_usd is not None and (live.cost_usd or 0.0) > limits.cost_usd:
+                passed.append("cost_usd")
+            return bool(passed)
+
+        return watch
 
     @staticmethod
     def limit_detail(limit: str, live: LiveParse, ctx: PhaseContext, how: str) -> str:

@@ -13,10 +13,11 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from swechain_ci.agents.streams import PARSERS
 from swechain_ci.errors import SwechainError
+from swechain_ci.models import Strict
 from swechain_ci.records import read_yaml_model
 from swechain_ci.settings import project_root
 
@@ -64,10 +65,6 @@ PLACEHOLDERS = {
     "cli_session",
 }
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class AgentLimits(Strict):

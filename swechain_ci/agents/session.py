@@ -63,8 +63,10 @@ def clean_session(chunks, secrets: dict[str, str]) -> bytes:
     secrets replaced, owned by the agent user; SessionTooLarge beyond the bounds."""
     out = io.BytesIO()
     total = members = 0
-    source = tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks)), mode="r|")
-    with source, tarfile.open(fileobj=out, mode="w:gz") as clean:
+    with (
+        tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks)), mode="r|") as source,
+        tarfile.open(fileobj=out, mode="w:gz") as clean,
+    ):
         for member in source:
             members += 1
             if members > MAX_MEMBERS:
@@ -83,7 +85,8 @@ def clean_session(chunks, secrets: dict[str, str]) -> bytes:
                 total += member.size
                 if total > MAX_BYTES:
                     raise SessionTooLarge(f"{HOME} holds more than {MAX_BYTES // 2**20} MiB")
-                data = scrub(source.extractfile(member).read(), secrets)
+                handle = source.extractfile(member)  # a regular file's: never None
+                data = scrub(handle.read() if handle else b"", secrets)
                 info.size, info.mode = len(data), 0o700 if member.mode & 0o100 else 0o600
                 clean.addfile(info, io.BytesIO(data))
     return out.getvalue()

@@ -44,6 +44,11 @@ class Tally:
     messages: dict[str, TokenUsage] = field(default_factory=dict)  # claude: usage per message id
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    """An event's object field, or an empty one when it is missing or not an object."""
+    return value if isinstance(value, dict) else {}
+
+
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and value >= 0 else 0
 
@@ -119,10 +124,10 @@ def opencode_json(event: dict[str, Any], tally: Tally) -> None:
     kind = event.get("type")
     if isinstance(event.get("sessionID"), str):
         tally.session = event["sessionID"]
-    part = event.get("part") if isinstance(event.get("part"), dict) else {}
+    part = _mapping(event.get("part"))
     if kind == "step_finish":
-        tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
-        cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+        tokens = _mapping(part.get("tokens"))
+        cache = _mapping(tokens.get("cache"))
         tally.usage.add(
             TokenUsage(
                 input_tokens=_int(tokens.get("input")),

@@ -8,18 +8,15 @@ from typing import Annotated, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from swechain_ci.chain.interpreters import INTERPRETERS
 from swechain_ci.errors import SwechainError
+from swechain_ci.models import Strict
 from swechain_ci.records import read_yaml_model
 from swechain_ci.settings import project_root
 
 VERSION_PATTERN = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.+!_-]*$")
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class LocalSource(Strict):

@@ -23,14 +23,14 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from swechain_ci.chain import sources, trees
 from swechain_ci.chain.definition import Chain
 from swechain_ci.errors import SwechainError
-from swechain_ci.models import SCHEMA_VERSION, Record
+from swechain_ci.models import SCHEMA_VERSION, Record, Strict
 from swechain_ci.records import write_text
 from swechain_ci.settings import state_home
 
@@ -40,10 +40,9 @@ PARTS: tuple[Part, ...] = ("code", "tests", "others")
 PACKAGING_NOISE = frozenset({PurePosixPath("PKG-INFO")})
 
 
-class DiffPart(BaseModel):
+class DiffPart(Strict):
     """Statistics of one part of a step's diff, as ``unidiff.PatchSet`` counts them."""
 
-    model_config = ConfigDict(extra="forbid")
     files: int = 0
     hunks: int = 0
     added: int = 0

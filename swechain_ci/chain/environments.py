@@ -130,7 +130,7 @@ def pip_requirement_line(line: str) -> str:
 
 def locked_versions(lock: Path, markers: dict[str, str]) -> dict[str, str]:
     """A ``uv.lock``'s index releases by name; where the lock forks per Python, the fork for ``markers``."""
-    locked = {}
+    locked: dict[str, str] = {}
     for package in tomllib.loads(lock.read_text()).get("package", []):
         forks = package.get("resolution-markers")
         if "registry" in package.get("source", {}) and (not forks or any(Marker(m).evaluate(markers) for m in forks)):
@@ -142,7 +142,8 @@ def with_own_extras(lines: list[str], extras: dict[str, list[str]], own: str, ma
     """An extra's requirements with the package's references to its own extras expanded
     (attrs 22.2.0's ``tests`` is ``zope.interface`` plus ``attrs[tests-no-zope]``): the package
     itself is never installed, so what those extras hold is added here."""
-    expanded, pending, seen = [], list(lines), set()
+    expanded: list[str] = []
+    pending, seen = list(lines), set[str]()
     while pending:
         line = pending.pop(0)
         expanded.append(line)

@@ -32,6 +32,7 @@ import zipfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -254,7 +255,7 @@ def _pick_sdist(chain: Chain, version: str, project: str, page_url: str, files: 
     filename = chosen["filename"]
     if filename != PurePosixPath(filename).name or filename.startswith(".") or "\\" in filename:
         raise SwechainError(f"{_where(chain, version)}: {page_url} gives an unsafe sdist filename {filename!r}")
-    hashes = chosen.get("hashes") if isinstance(chosen.get("hashes"), dict) else {}
+    hashes: dict[str, Any] = chosen["hashes"] if isinstance(chosen.get("hashes"), dict) else {}
     index_hash = str(hashes.get("sha256", "")).lower() or None
     source = _pypi_source(chain, version)
     if index_hash and source.sha256 and index_hash != source.sha256:
@@ -389,12 +390,11 @@ def unpack_archive(archive: Path, dest: Path) -> None:
     out = trees.SafeWriter(dest, MAX_SOURCE_BYTES, f"{archive} unpacked")
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as zf:
-            infos = [(i, _member_path(i.filename)) for i in zf.infolist()]
-            infos = [(i, p) for i, p in infos if p is not None]
+            infos = [(i, p) for i in zf.infolist() if (p := _member_path(i.filename)) is not None]
             dirs = {p for i, p in infos if i.is_dir()}
             top = _common_top([p for _, p in infos], dirs)
-            for info, rel in infos:
-                rel = _strip(rel, top)
+            for info, path in infos:
+                rel = _strip(path, top)
                 if rel is None:
                     continue
                 mode = info.external_attr >> 16
@@ -413,12 +413,11 @@ def unpack_archive(archive: Path, dest: Path) -> None:
             f"{archive}: not a readable tar or zip archive ({exc}); delete it to fetch it again"
         ) from None
     with tar:
-        members = [(m, _member_path(m.name)) for m in tar.getmembers()]
-        members = [(m, p) for m, p in members if p is not None]
+        members = [(m, p) for m in tar.getmembers() if (p := _member_path(m.name)) is not None]
         dirs = {p for m, p in members if m.isdir()}
         top = _common_top([p for _, p in members], dirs)
-        for member, rel in members:
-            rel = _strip(rel, top)
+        for member, path in members:
+            rel = _strip(path, top)
             if rel is None:
                 continue
             out.tar_member(rel, member, tar, top or "")  # devices, FIFOs and anything else: dropped

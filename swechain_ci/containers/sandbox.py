@@ -6,6 +6,7 @@ limits, bounded logs, and wall-clock limits enforced from the host.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import tarfile
@@ -366,7 +367,8 @@ class AgentContainer:
 
         def pump() -> None:
             nonlocal seen
-            handle = open(log, "ab") if log else None
+            # Closed in the finally, before ``done`` is set (a with-block would close it after).
+            handle = open(log, "ab") if log else None  # noqa: SIM115
             try:
                 for chunk in stream:
                     seen += len(chunk)
@@ -427,7 +429,5 @@ class AgentContainer:
         return archive_chunks(self.container, path)
 
     def remove(self) -> None:
-        try:
+        with contextlib.suppress(docker.errors.DockerException):
             self.container.remove(force=True)
-        except docker.errors.DockerException:
-            pass

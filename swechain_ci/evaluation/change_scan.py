@@ -189,7 +189,7 @@ def walks_gc(node: ast.AST, scope: Scope) -> bool:
     return isinstance(node, ast.ImportFrom) and node.module == "gc" and any(a.name in GC_WALKS for a in node.names)
 
 
-def targets(node: ast.AST) -> list[ast.AST]:
+def targets(node: ast.AST) -> list[ast.expr]:
     if isinstance(node, ast.Assign):
         return node.targets
     if isinstance(node, (ast.AugAssign, ast.AnnAssign)):

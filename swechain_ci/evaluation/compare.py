@@ -15,12 +15,12 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, Field
 
 from swechain_ci.chain.definition import ReferenceArtifact
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.outcomes import is_under
-from swechain_ci.models import ChainOracle, Status, StepOracle
+from swechain_ci.models import ChainOracle, Status, StepOracle, Strict
 
 BROKEN_REFERENCE = {"failed", "error"}
 # Differences with a known cause; any other leaves the step "unexplained".
@@ -55,16 +55,14 @@ REFERENCE_ARTIFACTS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-class Difference(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Difference(Strict):
     test: str
     side: str  # "only ours" or "only theirs"
     cause: str  # one of EXPLAINED, or "old gold differs" / "new gold differs"
     why: str
 
 
-class StepAgreement(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class StepAgreement(Strict):
     index: int
     prev_version: str
     next_version: str
@@ -72,7 +70,7 @@ class StepAgreement(BaseModel):
     only_ours: list[str]
     only_theirs: list[str]
     jaccard: float | None
-    differences: list[Difference] = []
+    differences: list[Difference] = Field(default_factory=list)
     verdict: str = "agree"
 
 

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -15,11 +16,23 @@ from swechain_ci.chain import trees
 from swechain_ci.chain.definition import Chain
 from swechain_ci.containers.runner import run_limits, runner_size, test_workers
 from swechain_ci.containers.sandbox import SUPERVISOR_CAPABILITIES, DockerSandbox, single_file_tar
+from swechain_ci.evaluation.harness.swechain_contract import (
+    EVAL_FILE,
+    FAILED_IMPORTS_FILE,
+    OUTPUT_FILE,
+    REPORT_FILE,
+    REPORTED_EXIT_CODES,
+    RESULT_FILE,
+    STREAM_FILE,
+    EvalSettings,
+    HarnessResult,
+    RemovedOption,
+    RenamedSection,
+)
 from swechain_ci.models import BROKEN, FailedImport, IntegrityFlag, Status, TestRun
 from swechain_ci.records import write_bytes
 
 # pytest exit codes: 0 all passed, 1 some failed, 5 nothing collected.
-TRUSTED_EXIT_CODES = {0, 1, 5}
 MESSAGE_CHARS = 600
 
 
@@ -36,13 +49,13 @@ def evaluate(
     ``network`` other than none is only for probing gold code (the oracle's network probe)."""
     config = chain.config
     size = runner_size()
-    settings = {
+    settings: EvalSettings = {
         "import_name": config.import_name,
         "test_folder": config.test_folder,
         "source_root": config.source_root,
         "protected": config.protected_files,
-        "remove_options": [o.model_dump() for o in config.pytest.remove_options],
-        "rename_sections": [r.model_dump() for r in config.pytest.rename_sections],
+        "remove_options": [RemovedOption(name=o.name, takes_value=o.takes_value) for o in config.pytest.remove_options],
+        "rename_sections": [RenamedSection(file=r.file, old=r.old, new=r.new) for r in config.pytest.rename_sections],
         "extra_args": config.pytest.extra_args,
         "env": config.pytest.env,
         "test_timeout_s": config.timeouts.test_s,
@@ -52,7 +65,7 @@ def evaluate(
     # Root's files: the supervisor (root) reads them, the runner gets only what it assembles.
     archives = [
         ("/work", trees.pack(code, "candidate", uid=0, gid=0)),
-        ("/work", single_file_tar("eval.json", json.dumps(settings).encode(), 0)),
+        ("/work", single_file_tar(EVAL_FILE, json.dumps(settings).encode(), 0)),
     ]
     result = sandbox.run_once(
         image,
@@ -68,7 +81,7 @@ def evaluate(
         capabilities=SUPERVISOR_CAPABILITIES,
     )
     if log is not None:
-        write_bytes(log, result.files.get("output.log") or result.logs_tail.encode())
+        write_bytes(log, result.files.get(OUTPUT_FILE) or result.logs_tail.encode())
     if result.output_error:
         return TestRun(
             execution_error=result.output_error,
@@ -127,7 +140,7 @@ def integrity_flags(raw) -> list[IntegrityFlag]:
     return flags
 
 
-def stage_status(outcome: str | None, stages: dict[str, str | None], xfail: bool) -> Status:
+def stage_status(outcome: str | None, stages: Mapping[str, str | None], xfail: bool) -> Status:
     """One test's status from its setup/call/teardown outcomes."""
     if stages.get("setup") == "failed":
         return Status.error
@@ -169,16 +182,17 @@ def crash_message(entry: dict) -> str:
 
 def parse(files: dict[str, bytes], container_exit: int | None, host_timed_out: bool, logs: str = "") -> TestRun:
     """Interpret one evaluation's output, cross-checking the report before trusting it."""
-    result = json.loads(files["result.json"]) if "result.json" in files else {}
+    # Hostile until checked: the contract names its keys; every value below is read with a default and validated.
+    result: HarnessResult = json.loads(files.get(RESULT_FILE, b"{}"))
     timed_out = host_timed_out or bool(result.get("timed_out"))
     exit_code = result.get("exit_code")
-    output_tail = files.get("output.log", b"").decode(errors="replace")[-8000:] or logs
+    output_tail = files.get(OUTPUT_FILE, b"").decode(errors="replace")[-8000:] or logs
     failed_imports = []
-    for line in jsonl(files.get("failed_imports.jsonl")):
+    for line in jsonl(files.get(FAILED_IMPORTS_FILE)):
         record = FailedImport.model_validate(line)
         if record not in failed_imports:
             failed_imports.append(record)
-    streamed, streamed_collection_errors = stream_statuses(jsonl(files.get("stream.jsonl")))
+    streamed, streamed_collection_errors = stream_statuses(jsonl(files.get(STREAM_FILE)))
     base = dict(
         exit_code=exit_code,
         timed_out=timed_out,
@@ -187,7 +201,7 @@ def parse(files: dict[str, bytes], container_exit: int | None, host_timed_out: b
         output_tail=output_tail,
         integrity_flags=integrity_flags(result.get("integrity_flags")),
     )
-    if "report.json" not in files:
+    if REPORT_FILE not in files:
         if timed_out:
             # Killed at the time limit: keep what was reached; the rest counts as error.
             return TestRun(statuses=streamed, collection_errors=streamed_collection_errors, **base)
@@ -196,7 +210,7 @@ def parse(files: dict[str, bytes], container_exit: int | None, host_timed_out: b
             reason += f"; the container exited with {container_exit}"
         return TestRun(execution_error=reason, **base)
     try:
-        report = json.loads(files["report.json"])
+        report = json.loads(files[REPORT_FILE])
     except json.JSONDecodeError:
         return TestRun(execution_error="the pytest report is not valid JSON", **base)
     statuses: dict[str, Status] = {}
@@ -225,7 +239,7 @@ def parse(files: dict[str, bytes], container_exit: int | None, host_timed_out: b
 
 def distrust(run: TestRun, report: dict, streamed: dict[str, Status]) -> str | None:
     """Why a report cannot be taken at its word, or None when all cross-checks agree."""
-    if run.exit_code not in TRUSTED_EXIT_CODES:
+    if run.exit_code not in REPORTED_EXIT_CODES:
         return f"pytest exited with code {run.exit_code} (interrupted, internal or usage error)"
     broken = any(s in BROKEN for s in run.statuses.values()) or bool(run.collection_errors)
     if run.exit_code == 0 and broken:

@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -256,6 +257,54 @@ def gold_flags(runs: list[TestRun]) -> list[IntegrityFlag]:
     return list(seen.values())
 
 
+def derive_step(
+    index: int, prev: str, next_: str, new_runs: list[TestRun], cross_run: TestRun, network_reasons: dict[str, str]
+) -> StepOracle:
+    """One step's oracle from its gold runs, without Docker (SEMANTICS.md, "Oracle").
+
+    ``new_runs``: the target's own suite, repeated (the first is new gold; tests whose outcome
+    changed between them are flaky); ``cross_run``: the previous version's code under the target's
+    tests (old gold, resolved against new gold); ``network_reasons``: tests that need the network,
+    with why. Upgrade-related: the scored tests (passing on new gold, neither flaky nor needing the
+    network) that old gold breaks.
+    """
+    new_gold = new_runs[0].statuses
+    old_gold = resolve(cross_run, new_gold)
+    flaky = flaky_tests(new_runs)
+    network = sorted(set(network_reasons) & set(new_gold))
+    related = sorted(t for t in scored_universe(new_gold, flaky + network) if old_gold[t] in BROKEN)
+    excluded = {t: f"not passing on new gold ({s.value})" for t, s in new_gold.items() if s != Status.passed}
+    excluded |= {t: "flaky: its outcome changed between new-gold runs" for t in flaky}
+    excluded |= {t: f"needs_network in {next_}: {network_reasons[t]}" for t in network}
+    return StepOracle(
+        index=index,
+        prev_version=prev,
+        next_version=next_,
+        new_gold=new_gold,
+        old_gold=old_gold,
+        upgrade_related=related,
+        flaky=flaky,
+        needs_network=network,
+        excluded=dict(sorted(excluded.items())),
+        old_gold_collection_errors=sorted(cross_run.collection_errors),
+        gold_integrity_flags=gold_flags(new_runs),
+    )
+
+
+def derive_steps(
+    steps: Sequence[tuple[str, str]],
+    first_index: int,
+    own_runs: Mapping[str, list[TestRun]],
+    cross_runs: Mapping[str, TestRun],
+    network_of: Mapping[str, dict[str, str]],
+) -> list[StepOracle]:
+    """Every step's oracle from the gold runs keyed by version (the target's), numbered from ``first_index``."""
+    return [
+        derive_step(index, prev, next_, own_runs[next_], cross_runs[next_], network_of[next_])
+        for index, (prev, next_) in enumerate(steps, start=first_index)
+    ]
+
+
 def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool = False) -> ChainOracle:
     """Build (or reuse) the chain's oracle."""
     path = oracle_path(chain)
@@ -322,7 +371,9 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
             own_runs[tests_of].append(run)
         else:
             cross_runs[tests_of] = run
-    detected = {v: detected_network_tests(own_runs[v][0], run, probe) for v, run in online_runs.items()}
+    detected = (
+        {v: detected_network_tests(own_runs[v][0], run, probe) for v, run in online_runs.items()} if probe else {}
+    )
     network_of = {v: {**detected.get(v, {}), **chain.config.oracle.network_tests(v)} for v in chain.versions}
     checks = [
         sanity(chain, v, runs[0], flaky_tests(runs) + sorted(detected.get(v, {}))) for v, runs in own_runs.items()
@@ -339,41 +390,16 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
         tail = run.output_tail.rstrip().splitlines()[-OUTPUT_TAIL_LINES:]
         progress.say(f"output of {first.version}'s own suite (last {len(tail)} lines):\n" + "\n".join(tail))
         raise SwechainError(sanity_problem(chain, bad, own_runs, own_logs[first.version]))
-    steps = []
-    for index, (prev, next_) in enumerate(chain.steps, start=chain.step_offset + 1):
-        new_runs = own_runs[next_]
-        new_gold = new_runs[0].statuses
-        old_gold = resolve(cross_runs[next_], new_gold)
-        if cross_runs[next_].execution_error:
+    steps = derive_steps(chain.steps, chain.step_offset + 1, own_runs, cross_runs, network_of)
+    for step in steps:
+        if cross_runs[step.next_version].execution_error:
             # Legitimate when the target's environment dropped something the old code imports, but
             # more often a chain whose images differ where the paper's did not: say it out loud.
             progress.say(
-                f"oracle {chain.id}: step {index}: the old gold ({prev}'s code on {next_}'s tests) did not "
-                f"run ({cross_runs[next_].execution_error}), so every test passing on new gold counts as "
-                f"upgrade-related; check its log in {logs}"
+                f"oracle {chain.id}: step {step.index}: the old gold ({step.prev_version}'s code on "
+                f"{step.next_version}'s tests) did not run ({cross_runs[step.next_version].execution_error}), so "
+                f"every test passing on new gold counts as upgrade-related; check its log in {logs}"
             )
-        flaky = flaky_tests(new_runs)
-        network_reasons = network_of[next_]
-        network = sorted(set(network_reasons) & set(new_gold))
-        related = sorted(t for t in scored_universe(new_gold, flaky + network) if old_gold[t] in BROKEN)
-        excluded = {t: f"not passing on new gold ({s.value})" for t, s in new_gold.items() if s != Status.passed}
-        excluded |= {t: "flaky: its outcome changed between new-gold runs" for t in flaky}
-        excluded |= {t: f"needs_network in {next_}: {network_reasons[t]}" for t in network}
-        steps.append(
-            StepOracle(
-                index=index,
-                prev_version=prev,
-                next_version=next_,
-                new_gold=new_gold,
-                old_gold=old_gold,
-                upgrade_related=related,
-                flaky=flaky,
-                needs_network=network,
-                excluded=dict(sorted(excluded.items())),
-                old_gold_collection_errors=sorted(cross_runs[next_].collection_errors),
-                gold_integrity_flags=gold_flags(new_runs),
-            )
-        )
     oracle = ChainOracle(
         chain=chain.id,
         inputs_hash=wanted,

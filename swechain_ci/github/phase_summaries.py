@@ -43,7 +43,7 @@ def step_folder(output: Path, index: int) -> Path:
 
 def agent_table(record: AgentPhaseRecord) -> str:
     a = record.agent
-    rows = [
+    rows: list[list[object]] = [
         ["status", a.status + (f" ({a.ended_by})" if a.ended_by else "")],
         ["turns", "-" if a.turns is None else a.turns],
         ["cost $", "-" if a.cost_usd is None else f"{a.cost_usd:.2f}"],

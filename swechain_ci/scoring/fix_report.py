@@ -73,13 +73,13 @@ def build_report(run: TestRun) -> str:
         sections += ["## Collection errors (tail)", "", "```", output, "```", ""]
     if run.failed_imports:
         sections += ["## Failed imports in test modules", ""]
-        seen = []
+        seen: list[str] = []
         for failed in run.failed_imports:
             statement = f"from {failed.module} import {', '.join(failed.names)}"[:FAILED_IMPORT_CHARS]
             line = f"- `{statement}`: {normalise(failed.error[:FAILED_IMPORT_CHARS])}"
             if line not in seen and len(seen) < MAX_FAILED_IMPORTS:
                 seen.append(line)
-        sections += seen + [""]
+        sections += [*seen, ""]
     messages = error_messages(run)
     if messages:
         sections += ["## Error messages", ""] + [f"- {m}" for m in messages] + [""]

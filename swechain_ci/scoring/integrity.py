@@ -53,7 +53,7 @@ MISSING_NAME = re.compile(r"^(ImportError: cannot import name |ModuleNotFoundErr
 def listing(what: str, tests: list[str]) -> str:
     """``what`` and as many test ids as fit in a flag's detail."""
     text = f"{len(tests)} {what}: "
-    shown = []
+    shown: list[str] = []
     for test in tests:
         if len(text) + len(", ".join([*shown, test])) + 8 > DETAIL_CHARS:
             return text + ", ".join(shown) + ", …"

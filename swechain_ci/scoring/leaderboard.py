@@ -31,12 +31,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from tabulate import tabulate
 
 from swechain_ci.errors import SwechainError
 from swechain_ci.markdown import cell, inline
-from swechain_ci.models import Metrics, Record, Scorecard, Usage
+from swechain_ci.models import Metrics, Record, Scorecard, Strict, Usage
 from swechain_ci.records import read_model, write_bytes, write_model, write_text
 from swechain_ci.specs.store import INTERFACE, split_level
 
@@ -59,10 +59,6 @@ PAPER_FIGURES = (
     PublishedFigure(label="best configuration", phase="Build+Fix", resolving=0.608, precision=0.806, f1=0.685),
     PublishedFigure(label="mean of 9 configurations", phase="Build", resolving=0.397, precision=0.540, f1=None),
 )
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class Mean(Strict):

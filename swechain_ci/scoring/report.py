@@ -43,7 +43,7 @@ def integrity_lines(integrity: Integrity) -> list[str]:
         where = f"step {flag.step} {flag.phase or ''}".strip() if flag.step is not None else "run"
         at = f" at {inline(flag.location, 200)}" if flag.location else ""
         lines.append(f"- {where}: {inline(flag.kind, 60)}{at}: {inline(flag.detail, 500)}")
-    return lines + [""]
+    return [*lines, ""]
 
 
 def ranking_line(card: Scorecard) -> list[str]:

@@ -13,10 +13,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from swechain_ci.errors import SwechainError
 from swechain_ci.markdown import inline, plain
+from swechain_ci.models import Strict
 from swechain_ci.records import read_model, write_model
 from swechain_ci.scoring.leaderboard import ChainResult, Leaderboard
 from swechain_ci.site.build import run_page_name
@@ -62,8 +63,7 @@ def load_history(history: Path) -> list[tuple[str, Leaderboard]]:
 # -- regressions --------------------------------------------------------------------------------
 
 
-class Alert(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Alert(Strict):
     kind: Literal["regression", "oracle_changed"]
     chain: str
     agent: str | None = None

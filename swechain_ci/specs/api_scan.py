@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
 from swechain_ci.errors import SwechainError
+from swechain_ci.models import StrictTyped
 
 NameKind = Literal["function", "class", "variable", "module", "unknown"]
 
@@ -19,21 +20,16 @@ _NO_ARG_BASES = {"object", "ABC", "Generic", "Protocol"}
 _MAX_DEPTH = 25
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class ApiName(Strict):
+class ApiName(StrictTyped):
     module: str
     name: str  # "decode", or "Class.method" for a member
     kind: NameKind | Literal["method", "property"]
     parameters: str | None  # "(a, b=1, *, c)"; None for variables, properties and unknown signatures
-    bases: list[str] = []  # classes only, as written
+    bases: list[str] = Field(default_factory=list)  # classes only, as written
     defined_in: str | None = None  # the module that defines it, when it is re-exported from another
 
 
-
-class ExceptionClass(Strict):
+class ExceptionClass(StrictTyped):
     module: str
     name: str
     bases: list[str]
@@ -97,8 +93,7 @@ def _runs_at_import(test: ast.expr) -> tuple[bool, bool]:
         return False, True
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and _is_type_checking(test.operand):
         return True, False
-    if isinstance(test, ast.BoolOp) and any(_is_type_checking(v) or not all(_runs_at_import(v))
-                                            for v in test.values):
+    if isinstance(test, ast.BoolOp) and any(_is_type_checking(v) or not all(_runs_at_import(v)) for v in test.values):
         return False, True
     return True, True
 
@@ -384,8 +379,12 @@ class Resolver:
             return ApiName(module=module, name=name, kind="module", parameters=None, defined_in=None)
         if definition.kind == "class" and definition.cls is not None:
             return ApiName(
-                module=module, name=name, kind="class", parameters=self.class_parameters(where, definition.cls),
-                bases=[ast.unparse(b) for b in definition.cls.bases], defined_in=defined_in,
+                module=module,
+                name=name,
+                kind="class",
+                parameters=self.class_parameters(where, definition.cls),
+                bases=[ast.unparse(b) for b in definition.cls.bases],
+                defined_in=defined_in,
             )
         kind = "function" if definition.kind == "function" else "variable"
         return ApiName(module=module, name=name, kind=kind, parameters=definition.parameters, defined_in=defined_in)
@@ -444,11 +443,16 @@ class Resolver:
         found = []
         for module_name, module in sorted(self.modules.items()):
             for name, definition in module.defs.items():
-                if definition.kind == "class" and definition.cls and not name.startswith("_"):
-                    if self.is_exception(module_name, definition.cls):
-                        found.append(ExceptionClass(
-                            module=module_name, name=name, bases=[ast.unparse(b) for b in definition.cls.bases]
-                        ))
+                cls = definition.cls
+                if (
+                    definition.kind == "class"
+                    and cls
+                    and not name.startswith("_")
+                    and self.is_exception(module_name, cls)
+                ):
+                    found.append(
+                        ExceptionClass(module=module_name, name=name, bases=[ast.unparse(b) for b in cls.bases])
+                    )
         return found
 
 
@@ -463,4 +467,3 @@ def _last_name(expr: ast.expr) -> str:
 
 
 # --------------------------------------------------------------------------- comparing
-

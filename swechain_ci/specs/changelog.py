@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from swechain_ci.errors import SwechainError
+from swechain_ci.models import StrictTyped
 
 # Preference order; each entry is matched case-insensitively against the release tree.
 CANDIDATES: tuple[str, ...] = (
@@ -48,11 +47,7 @@ Format = Literal["rst", "markdown"]
 ReferenceKind = Literal["pull", "issue", "issue_or_pull", "commit", "advisory", "cve", "link"]
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class Reference(Strict):
+class Reference(StrictTyped):
     """A linked issue, pull request, commit, advisory or URL in a release note."""
 
     kind: ReferenceKind
@@ -62,7 +57,7 @@ class Reference(Strict):
     repository: str | None = None  # "owner/name" when the URL is on GitHub
 
 
-class ReleaseTask(Strict):
+class ReleaseTask(StrictTyped):
     id: str  # T1, T2, ... in the order of the notes
     category: str | None  # the heading the item sits under: Added, Changed, Fixed, ...
     kind: Literal["bullet", "heading", "paragraph"]
@@ -71,7 +66,7 @@ class ReleaseTask(Strict):
     references: list[Reference]
 
 
-class ReleaseNotes(Strict):
+class ReleaseNotes(StrictTyped):
     version: str
     found: bool
     source_file: str | None  # relative to the release tree; None when no changelog was shipped
@@ -169,19 +164,19 @@ def _clean_title(title: str, fmt: Format, defs: dict[str, str]) -> tuple[str, st
         m = _RST_LINK.search(title)
         if m and title[: m.start()].strip() == "":
             label = m.group(1) or m.group(2)
-            rest = title[m.end():]
+            rest = title[m.end() :]
             return (label + rest).strip(), m.group(2)
         return title.strip(), None
     m = _MD_INLINE.match(title.strip())
     if m:
-        return (m.group(1) + title.strip()[m.end():]).strip(), m.group(2)
+        return (m.group(1) + title.strip()[m.end() :]).strip(), m.group(2)
     m = _MD_REF.match(title.strip())
     if m:
         key = (m.group(2) or m.group(1)).lower()
-        return (m.group(1) + title.strip()[m.end():]).strip(), defs.get(key)
+        return (m.group(1) + title.strip()[m.end() :]).strip(), defs.get(key)
     m = re.match(r"\[([^\]]+)\](?![\[(])", title.strip())
     if m:
-        return (m.group(1) + title.strip()[m.end():]).strip(), defs.get(m.group(1).lower())
+        return (m.group(1) + title.strip()[m.end() :]).strip(), defs.get(m.group(1).lower())
     return title.strip(), None
 
 
@@ -473,11 +468,11 @@ def split_tasks(doc: Document, start: int, end: int, version: str) -> list[Relea
             current.lines.append(_dedent(line, current.content_col))
         elif bullet:
             col = bullet.end() if bullet.group(3) else len(line)
-            current = _Item("bullet", category, i + 1, col, [line[bullet.end():].rstrip()])
+            current = _Item("bullet", category, i + 1, col, [line[bullet.end() :].rstrip()])
             items.append(current)
-        elif current is not None and not blank_before:  # lazy continuation
-            current.lines.append(line.strip())
-        elif current is not None and current.kind == "paragraph" and indent > 0:
+        elif (current is not None and not blank_before) or (
+            current is not None and current.kind == "paragraph" and indent > 0
+        ):  # lazy continuation
             current.lines.append(line.strip())
         else:
             current = _Item("paragraph", category, i + 1, 0, [line.rstrip()])
@@ -489,7 +484,7 @@ def split_tasks(doc: Document, start: int, end: int, version: str) -> list[Relea
     for item in items:
         while item.lines and not item.lines[-1].strip():
             item.lines.pop()
-        text = "\n".join(l.rstrip() for l in item.lines).strip("\n")
+        text = "\n".join(line.rstrip() for line in item.lines).strip("\n")
         if not text.strip() or (item.kind == "paragraph" and _RELEASED.match(text.strip())):
             continue  # a release date is not a change
         if item.kind == "paragraph" and _SUBHEADING.match(text.strip()):
@@ -532,13 +527,16 @@ def find_section(doc: Document, version: str) -> tuple[Heading | None, str | Non
         agreeing = [h for h in named if compare_target(h) is None or _normalize(compare_target(h)) == wanted]
         return (agreeing or named)[0], "heading", None
     linked = [
-        h for h in doc.headings
+        h
+        for h in doc.headings
         if _is_version_heading(h) and (t := compare_target(h)) is not None and _normalize(t) == wanted
     ]
     if linked:
         h = linked[0]
-        return h, "compare_link", (
-            f"the heading reads '{h.label}' but its compare link ends at {version}; matched by the link"
+        return (
+            h,
+            "compare_link",
+            (f"the heading reads '{h.label}' but its compare link ends at {version}; matched by the link"),
         )
     return None, None, None
 
@@ -551,7 +549,10 @@ def section_end(doc: Document, heading: Heading) -> int:
 
 
 def extract_release_notes(
-    text: str, version: str, source_file: str = "CHANGELOG.md", fmt: Format | None = None,
+    text: str,
+    version: str,
+    source_file: str = "CHANGELOG.md",
+    fmt: Format | None = None,
     package: str | None = None,
 ) -> ReleaseNotes:
     """The release notes of ``version`` in a changelog's text. With ``package``, a heading may
@@ -562,20 +563,35 @@ def extract_release_notes(
         prefix = package.lower() + " "
         for h in doc.headings:
             if h.label.lower().startswith(prefix):
-                h.label = h.label[len(prefix):]
+                h.label = h.label[len(prefix) :]
     heading, matched_by, note = find_section(doc, version)
     if heading is None:
         sections = [h.label for h in section_headings(doc)]
         shown = ", ".join(sections[:4]) + (", ..." if len(sections) > 4 else "") if sections else "none"
         return ReleaseNotes(
-            version=version, found=False, source_file=source_file, source_format=fmt, heading=None, heading_label=None,
+            version=version,
+            found=False,
+            source_file=source_file,
+            source_format=fmt,
+            heading=None,
+            heading_label=None,
             line=None,
-            matched_by=None, note=f"{source_file} has no section for {version} (its sections: {shown})", tasks=[],
+            matched_by=None,
+            note=f"{source_file} has no section for {version} (its sections: {shown})",
+            tasks=[],
         )
     tasks = split_tasks(doc, heading.end, section_end(doc, heading), version)
     return ReleaseNotes(
-        version=version, found=True, source_file=source_file, source_format=fmt, heading=heading.title,
-        heading_label=heading.label, line=heading.index + 1, matched_by=matched_by, note=note, tasks=tasks,
+        version=version,
+        found=True,
+        source_file=source_file,
+        source_format=fmt,
+        heading=heading.title,
+        heading_label=heading.label,
+        line=heading.index + 1,
+        matched_by=matched_by,
+        note=note,
+        tasks=tasks,
     )
 
 
@@ -586,9 +602,15 @@ def release_notes(root: Path, version: str, changelog: str | None = None, packag
     if path is None or not path.is_file():
         looked_for = changelog or ", ".join(CANDIDATES)
         return ReleaseNotes(
-            version=version, found=False, source_file=None, source_format=None, heading=None, heading_label=None,
+            version=version,
+            found=False,
+            source_file=None,
+            source_format=None,
+            heading=None,
+            heading_label=None,
             line=None,
-            matched_by=None, note=f"the release tree ships no changelog (looked for {looked_for})",
+            matched_by=None,
+            note=f"the release tree ships no changelog (looked for {looked_for})",
             tasks=[],
         )
     try:
@@ -610,16 +632,23 @@ def chain_release_notes(chain, version: str) -> ReleaseNotes:
     own = release_notes(materialize(chain, version).root, version, chain.config.changelog, chain.config.package)
     if own.found:
         return own
-    later = chain.versions[chain.versions.index(version) + 1:] if version in chain.versions else []
+    later = chain.versions[chain.versions.index(version) + 1 :] if version in chain.versions else []
     for candidate in later:
         notes = release_notes(materialize(chain, candidate).root, version, chain.config.changelog, chain.config.package)
         if notes.found:
             why = "ships no changelog" if own.source_file is None else f"has no section for it in {own.source_file}"
             taken = f"the {version} release {why}; this section is from the changelog shipped in {candidate}"
-            return notes.model_copy(update={
-                "taken_from": candidate, "note": taken + (f"; {notes.note}" if notes.note else ""),
-            })
+            return notes.model_copy(
+                update={
+                    "taken_from": candidate,
+                    "note": taken + (f"; {notes.note}" if notes.note else ""),
+                }
+            )
     if later:
-        return own.model_copy(update={"note": f"{own.note}; no later release of the chain "
-                                              f"({later[0]} .. {later[-1]}) has a section for {version} either"})
+        return own.model_copy(
+            update={
+                "note": f"{own.note}; no later release of the chain "
+                f"({later[0]} .. {later[-1]}) has a section for {version} either"
+            }
+        )
     return own

@@ -135,7 +135,7 @@ def specs_synth(
         )
     headers = ["step", "tasks (notes + extra)", "hunks in batches", "requests (now / all)", "cost", "written"]
     typer.echo(tabulate(rows, headers=headers, tablefmt="github"))
-    total = sum(r.this_run.total.cost_usd for r, _ in results)
+    total = sum(r.this_run.total.cost_usd or 0.0 for r, _ in results)
     typer.echo(f"\nmodel {model}; this run: ${total:.4f}; levels {', '.join(chosen)}")
 
 

@@ -65,13 +65,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from swechain_ci.agents.prices import Price, TokenUsage
 from swechain_ci.chain.definition import Chain
 from swechain_ci.chain.diffs import read_diff
 from swechain_ci.errors import SwechainError
-from swechain_ci.models import Record
+from swechain_ci.models import Record, Strict, StrictTyped, Usage
 from swechain_ci.records import write_model
 from swechain_ci.settings import state_home
 from swechain_ci.specs.changelog import ReleaseNotes, ReleaseTask, chain_release_notes
@@ -87,7 +87,6 @@ from swechain_ci.specs.levels import (
     SYNTH,
     TASK_TYPES,
     SpecTask,
-    Strict,
     TaskFields,
     TaskSet,
     TaskSpec,
@@ -120,12 +119,12 @@ Stage = Literal["divide", "conquer", "complete"]
 # --------------------------------------------------------------------------- answers
 
 
-class HunkAssignment(Strict):
+class HunkAssignment(StrictTyped):
     hunk: str = Field(description="a hunk id shown in the message, e.g. H3")
     targets: list[str] = Field(min_length=1, description='task ids (task_1, ...), "doc" or "others"')
 
 
-class DivideAnswer(Strict):
+class DivideAnswer(StrictTyped):
     assignments: list[HunkAssignment]
 
 
@@ -135,7 +134,7 @@ class ExtraTask(TaskFields):
     hunks: list[str] = Field(min_length=1, description="the ids of the code hunks that make this change")
 
 
-class CompleteAnswer(Strict):
+class CompleteAnswer(StrictTyped):
     tasks: list[ExtraTask]
 
 
@@ -161,7 +160,7 @@ def _tool(name: str, description: str, model: type[BaseModel]) -> dict[str, Any]
 
 DIVIDE_TOOL = _tool(
     "assign_hunks",
-    "Assign diff hunks to release-note tasks, to \"doc\" (no runtime effect) or to \"others\".",
+    'Assign diff hunks to release-note tasks, to "doc" (no runtime effect) or to "others".',
     DivideAnswer,
 )
 CONQUER_TOOL = _tool("write_specification", "Write the specification of one task.", TaskSpec)
@@ -295,38 +294,18 @@ def _references(task: ReleaseTask) -> str:
 # --------------------------------------------------------------------------- usage, records
 
 
-class Usage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_write_tokens: int = 0
-    cache_read_tokens: int = 0
-    cost_usd: float = 0.0
-
-    def add(self, other: Usage) -> None:
-        self.requests += other.requests
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.cache_write_tokens += other.cache_write_tokens
-        self.cache_read_tokens += other.cache_read_tokens
-        self.cost_usd = round(self.cost_usd + other.cost_usd, 8)
-
-
 def priced(tokens: TokenUsage, requests: int, price: Price) -> Usage:
     return Usage(requests=requests, **tokens.as_dict(), cost_usd=round(price.cost(tokens), 8))
 
 
-class StageUsage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    divide: Usage = Field(default_factory=Usage)
-    conquer: Usage = Field(default_factory=Usage)
-    complete: Usage = Field(default_factory=Usage)
-    total: Usage = Field(default_factory=Usage)
+class StageUsage(Strict):
+    divide: Usage = Field(default_factory=Usage.zero)
+    conquer: Usage = Field(default_factory=Usage.zero)
+    complete: Usage = Field(default_factory=Usage.zero)
+    total: Usage = Field(default_factory=Usage.zero)
 
 
-class HunkRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class HunkRecord(Strict):
     id: str
     file: str
     status: str
@@ -337,8 +316,7 @@ class HunkRecord(BaseModel):
     targets: list[str]  # task ids, "doc", "others" (as Divide assigned them)
 
 
-class BatchLimits(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class BatchLimits(Strict):
     max_files: int = MAX_FILES
     max_hunks: int = MAX_HUNKS
     max_lines: int = MAX_LINES
@@ -392,7 +370,9 @@ class Step:
     llm: LLM
     jobs: int = 4
     limits: BatchLimits = field(default_factory=BatchLimits)
-    used: list[tuple[Stage, str, TokenUsage, int, bool]] = field(default_factory=list)  # stage, file, tokens, requests, fresh
+    used: list[tuple[Stage, str, TokenUsage, int, bool]] = field(
+        default_factory=list
+    )  # stage, file, tokens, requests, fresh
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -410,14 +390,34 @@ class Step:
     def fields(self) -> str:
         return FIELD_GUIDE.format(types=", ".join(TASK_TYPES), prev=self.prev)
 
-    def exchange(self, stage: Stage, label: str, prompt: str, tool: dict[str, Any], check_factory: Callable[[], Check],
-                 revalidate: Callable[[Any], Any], max_requests: int, cache_prompt: bool = False) -> Any:
+    def exchange(
+        self,
+        stage: Stage,
+        label: str,
+        prompt: str,
+        tool: dict[str, Any],
+        check_factory: Callable[[], Check],
+        revalidate: Callable[[Any], Any],
+        max_requests: int,
+        cache_prompt: bool = False,
+    ) -> Any:
         """One exchange, from the cache when the same inputs were answered before."""
         max_tokens = MAX_TOKENS[stage]
-        key = hashlib.sha256(json.dumps({
-            "cache_version": CACHE_VERSION, "stage": stage, "model": self.llm.model, "system": self.system,
-            "tool": tool, "prompt": prompt, "max_tokens": max_tokens, "max_requests": max_requests,
-        }, sort_keys=True).encode()).hexdigest()
+        key = hashlib.sha256(
+            json.dumps(
+                {
+                    "cache_version": CACHE_VERSION,
+                    "stage": stage,
+                    "model": self.llm.model,
+                    "system": self.system,
+                    "tool": tool,
+                    "prompt": prompt,
+                    "max_tokens": max_tokens,
+                    "max_requests": max_requests,
+                },
+                sort_keys=True,
+            ).encode()
+        ).hexdigest()
         path = self.cache_dir / f"{stage}-{label}-{key[:16]}.json"
         if path.is_file():
             try:
@@ -429,14 +429,30 @@ class Step:
             except (ValidationError, ValueError, TypeError, KeyError):
                 pass  # unreadable or outdated: asked again
         conversation = converse(
-            self.llm, what=f"{self.label}, {stage} {label}", system=self.system, prompt=prompt, tool=tool,
-            check=check_factory(), max_requests=max_requests, max_tokens=max_tokens, cache_prompt=cache_prompt,
+            self.llm,
+            what=f"{self.label}, {stage} {label}",
+            system=self.system,
+            prompt=prompt,
+            tool=tool,
+            check=check_factory(),
+            max_requests=max_requests,
+            max_tokens=max_tokens,
+            cache_prompt=cache_prompt,
         )
         result = conversation.result
-        write_model(path, CachedExchange(
-            stage=stage, label=label, key=key, model=self.llm.model, result=result, requests=conversation.requests,
-            tokens=conversation.tokens.as_dict(), messages=conversation.messages,
-        ))
+        write_model(
+            path,
+            CachedExchange(
+                stage=stage,
+                label=label,
+                key=key,
+                model=self.llm.model,
+                result=result,
+                requests=conversation.requests,
+                tokens=conversation.tokens.as_dict(),
+                messages=conversation.messages,
+            ),
+        )
         self._note(stage, path, conversation.tokens, conversation.requests, fresh=True)
         return result
 
@@ -452,8 +468,9 @@ class Step:
 
     # -- Divide ------------------------------------------------------------------------------------
 
-    def divide(self, tasks: list[ReleaseTask], hunks: list[Hunk], batches: list[list[Hunk]],
-               what: Literal["code", "test"]) -> dict[str, list[str]]:
+    def divide(
+        self, tasks: list[ReleaseTask], hunks: list[Hunk], batches: list[list[Hunk]], what: Literal["code", "test"]
+    ) -> dict[str, list[str]]:
         task_ids = [spec_id(t) for t in tasks]
         allowed = [*task_ids, *SPECIAL_TARGETS]
         notes = "\n\n".join(_note_block(t) for t in tasks) or f"(The release notes of {self.next_} list no task.)"
@@ -462,10 +479,19 @@ class Step:
             number, batch = numbered
             ids = [h.id for h in batch]
             prompt = DIVIDE_PROMPT.format(
-                package=self.chain.config.package, next=self.next_, tasks=notes, count=len(batch), total=len(hunks),
-                batch=number, batches=len(batches), hunks="\n\n".join(_hunk_block(h) for h in batch),
-                task_ids=", ".join(task_ids) or "none in this release", hunk_ids=", ".join(ids),
-                what=what, What=what.capitalize(), serves="" if what == "code" else "(tests)",
+                package=self.chain.config.package,
+                next=self.next_,
+                tasks=notes,
+                count=len(batch),
+                total=len(hunks),
+                batch=number,
+                batches=len(batches),
+                hunks="\n\n".join(_hunk_block(h) for h in batch),
+                task_ids=", ".join(task_ids) or "none in this release",
+                hunk_ids=", ".join(ids),
+                what=what,
+                What=what.capitalize(),
+                serves="" if what == "code" else "(tests)",
             )
 
             def revalidate(result: Any) -> dict[str, list[str]]:
@@ -476,8 +502,16 @@ class Step:
                 return result
 
             label = f"{'b' if what == 'code' else 't'}{number}"
-            return self.exchange("divide", label, prompt, DIVIDE_TOOL, lambda: divide_check(ids, allowed), revalidate,
-                                 DIVIDE_ATTEMPTS, cache_prompt=True)
+            return self.exchange(
+                "divide",
+                label,
+                prompt,
+                DIVIDE_TOOL,
+                lambda: divide_check(ids, allowed),
+                revalidate,
+                DIVIDE_ATTEMPTS,
+                cache_prompt=True,
+            )
 
         merged: dict[str, list[str]] = {}
         for result in self.map(one, list(enumerate(batches, start=1))):
@@ -487,19 +521,34 @@ class Step:
     # -- Conquer -----------------------------------------------------------------------------------
 
     def conquer(self, task: ReleaseTask, code: list[Hunk], tests: list[Hunk]) -> TaskSpec:
-        test_text = "\n\n".join(_hunk_block(h, "test_hunk") for h in tests) or "(No test hunk was matched to this task.)"
+        test_text = (
+            "\n\n".join(_hunk_block(h, "test_hunk") for h in tests) or "(No test hunk was matched to this task.)"
+        )
         hunk_text = "\n\n".join(_hunk_block(h) for h in code) or (
             "(No code hunk was matched to this task, only test hunks: it may have no runtime effect, or be "
             "implemented outside the Python code.)"
         )
         ident = spec_id(task)
         prompt = CONQUER_PROMPT.format(
-            task_id=ident, package=self.chain.config.package, next=self.next_,
-            category=f" (category: {task.category})" if task.category else "", text=task.text.strip(),
-            references=_references(task), hunks=hunk_text, tests=test_text, fields=self.fields(),
+            task_id=ident,
+            package=self.chain.config.package,
+            next=self.next_,
+            category=f" (category: {task.category})" if task.category else "",
+            text=task.text.strip(),
+            references=_references(task),
+            hunks=hunk_text,
+            tests=test_text,
+            fields=self.fields(),
         )
-        result = self.exchange("conquer", ident, prompt, CONQUER_TOOL, lambda: conquer_check(ident),
-                               lambda r: TaskSpec.model_validate(r).model_dump(mode="json"), CONQUER_ATTEMPTS)
+        result = self.exchange(
+            "conquer",
+            ident,
+            prompt,
+            CONQUER_TOOL,
+            lambda: conquer_check(ident),
+            lambda r: TaskSpec.model_validate(r).model_dump(mode="json"),
+            CONQUER_ATTEMPTS,
+        )
         return TaskSpec.model_validate(result)
 
     # -- Complete ----------------------------------------------------------------------------------
@@ -508,13 +557,19 @@ class Step:
         if not others:
             return []
         ids = [h.id for h in others]
-        known_text = "\n".join(f"- {t.task_id}: {t.title}. {t.synthesized_requirement.problem_statement}"
-                                for t in known) or "(none)"
+        known_text = (
+            "\n".join(f"- {t.task_id}: {t.title}. {t.synthesized_requirement.problem_statement}" for t in known)
+            or "(none)"
+        )
         prompt = COMPLETE_PROMPT.format(
-            package=self.chain.config.package, prev=self.prev, next=self.next_,
+            package=self.chain.config.package,
+            prev=self.prev,
+            next=self.next_,
             hunks="\n\n".join(_hunk_block(h) for h in others),
             tests="\n\n".join(_hunk_block(h, "test_hunk") for h in test_others) or "(none)",
-            known=known_text, hunk_ids=", ".join(ids), fields=self.fields(),
+            known=known_text,
+            hunk_ids=", ".join(ids),
+            fields=self.fields(),
         )
 
         def revalidate(result: Any) -> list[dict[str, Any]]:
@@ -523,8 +578,9 @@ class Step:
                 raise ValueError("stale")
             return result
 
-        result = self.exchange("complete", "others", prompt, COMPLETE_TOOL, lambda: complete_check(ids), revalidate,
-                               COMPLETE_ATTEMPTS)
+        result = self.exchange(
+            "complete", "others", prompt, COMPLETE_TOOL, lambda: complete_check(ids), revalidate, COMPLETE_ATTEMPTS
+        )
         return [ExtraTask.model_validate(t) for t in result]
 
 
@@ -536,8 +592,11 @@ def divide_check(ids: list[str], allowed: list[str]) -> Check:
         try:
             answer = DivideAnswer.model_validate(raw)
         except ValidationError as exc:
-            return None, ("The input of assign_hunks does not fit its schema:\n" + validation_problems(exc)
-                          + "\nCall assign_hunks again with {\"assignments\": [{\"hunk\": ..., \"targets\": [...]}]}.")
+            return None, (
+                "The input of assign_hunks does not fit its schema:\n"
+                + validation_problems(exc)
+                + '\nCall assign_hunks again with {"assignments": [{"hunk": ..., "targets": [...]}]}.'
+            )
         invented: list[str] = []
         unknown: list[str] = []
         for entry in answer.assignments:
@@ -554,15 +613,20 @@ def divide_check(ids: list[str], allowed: list[str]) -> Check:
             return {h: state[h] for h in ids}, None
         lines = []
         if invented:
-            lines.append(f"Not hunks of this batch (entries dropped): {', '.join(dict.fromkeys(invented))}. "
-                         f"The hunks of this batch are {', '.join(ids)}.")
+            lines.append(
+                f"Not hunks of this batch (entries dropped): {', '.join(dict.fromkeys(invented))}. "
+                f"The hunks of this batch are {', '.join(ids)}."
+            )
         if unknown:
-            lines.append(f"Unknown targets (entries dropped): {'; '.join(unknown)}. "
-                         f"The targets are {', '.join(allowed)}.")
+            lines.append(
+                f"Unknown targets (entries dropped): {'; '.join(unknown)}. The targets are {', '.join(allowed)}."
+            )
         if missing:
             lines.append(f"Not assigned: {', '.join(missing)}. Every hunk of the batch must be assigned.")
-        lines.append("Call assign_hunks again with entries for these hunks. The valid entries you sent are kept; "
-                     "an entry for a hunk replaces its earlier one.")
+        lines.append(
+            "Call assign_hunks again with entries for these hunks. The valid entries you sent are kept; "
+            "an entry for a hunk replaces its earlier one."
+        )
         return None, "\n".join(lines)
 
     return check
@@ -573,8 +637,11 @@ def conquer_check(task_id: str) -> Check:
         try:
             spec = TaskSpec.model_validate(coerce_type(raw))
         except ValidationError as exc:
-            return None, ("The specification does not fit the schema of write_specification:\n" + validation_problems(exc)
-                          + "\nCall write_specification again with the complete, corrected specification.")
+            return None, (
+                "The specification does not fit the schema of write_specification:\n"
+                + validation_problems(exc)
+                + "\nCall write_specification again with the complete, corrected specification."
+            )
         problems = []
         if spec.task_id != task_id:
             problems.append(f"- task_id is {spec.task_id!r}; it must be {task_id!r}")
@@ -583,8 +650,11 @@ def conquer_check(task_id: str) -> Check:
         if not spec.synthesized_requirement.acceptance_criteria:
             problems.append("- synthesized_requirement.acceptance_criteria is empty; give at least one criterion")
         if problems:
-            return None, ("The specification is not valid:\n" + "\n".join(problems)
-                          + "\nCall write_specification again with the complete, corrected specification.")
+            return None, (
+                "The specification is not valid:\n"
+                + "\n".join(problems)
+                + "\nCall write_specification again with the complete, corrected specification."
+            )
         return spec.model_dump(mode="json"), None
 
     return check
@@ -597,19 +667,26 @@ def complete_check(ids: list[str]) -> Check:
         try:
             answer = CompleteAnswer.model_validate(raw)
         except ValidationError as exc:
-            return None, ("The input of add_tasks does not fit its schema:\n" + validation_problems(exc)
-                          + "\nCall add_tasks again with all tasks, corrected (or an empty list).")
+            return None, (
+                "The input of add_tasks does not fit its schema:\n"
+                + validation_problems(exc)
+                + "\nCall add_tasks again with all tasks, corrected (or an empty list)."
+            )
         problems = []
         for index, task in enumerate(answer.tasks):
             bad = [h for h in task.hunks if h not in ids]
             if bad:
-                problems.append(f"- tasks.{index} cites {', '.join(bad)}, which are not among the hunks shown "
-                                f"({', '.join(ids)})")
+                problems.append(
+                    f"- tasks.{index} cites {', '.join(bad)}, which are not among the hunks shown ({', '.join(ids)})"
+                )
             if not task.synthesized_requirement.behavior or not task.synthesized_requirement.acceptance_criteria:
                 problems.append(f"- tasks.{index} needs at least one behaviour and one acceptance criterion")
         if problems:
-            return None, ("Not valid:\n" + "\n".join(problems)
-                          + "\nCall add_tasks again with all tasks, corrected (or an empty list).")
+            return None, (
+                "Not valid:\n"
+                + "\n".join(problems)
+                + "\nCall add_tasks again with all tasks, corrected (or an empty list)."
+            )
         return [t.model_dump(mode="json") for t in answer.tasks], None
 
     return check
@@ -637,24 +714,37 @@ def step_inputs(chain: Chain, prev: str, next_: str, limits: BatchLimits) -> Ste
 
 
 def hunk_record(hunk: Hunk, targets: list[str]) -> HunkRecord:
-    return HunkRecord(id=hunk.id, file=hunk.file, status=hunk.status, header=hunk.header, lines=hunk.lines,
-                      added=hunk.added, removed=hunk.removed, targets=targets)
+    return HunkRecord(
+        id=hunk.id,
+        file=hunk.file,
+        status=hunk.status,
+        header=hunk.header,
+        lines=hunk.lines,
+        added=hunk.added,
+        removed=hunk.removed,
+        targets=targets,
+    )
 
 
 def input_hash(step: Step, inputs: StepInputs) -> str:
     data = {
-        "cache_version": CACHE_VERSION, "model": step.llm.model, "system": SYSTEM,
+        "cache_version": CACHE_VERSION,
+        "model": step.llm.model,
+        "system": SYSTEM,
         "prompts": [DIVIDE_PROMPT, CONQUER_PROMPT, COMPLETE_PROMPT, FIELD_GUIDE],
-        "tools": [DIVIDE_TOOL, CONQUER_TOOL, COMPLETE_TOOL], "limits": step.limits.model_dump(),
+        "tools": [DIVIDE_TOOL, CONQUER_TOOL, COMPLETE_TOOL],
+        "limits": step.limits.model_dump(),
         "max_tokens": MAX_TOKENS,
         "tasks": [t.model_dump(mode="json") for t in inputs.notes.tasks],
-        "code": [h.model_dump() for h in inputs.code], "tests": [h.model_dump() for h in inputs.tests],
+        "code": [h.model_dump() for h in inputs.code],
+        "tests": [h.model_dump() for h in inputs.tests],
     }
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
-def synthesize_step(chain: Chain, prev: str, next_: str, llm: LLM, jobs: int = 4,
-                    limits: BatchLimits | None = None) -> DecompSynthRecord:
+def synthesize_step(
+    chain: Chain, prev: str, next_: str, llm: LLM, jobs: int = 4, limits: BatchLimits | None = None
+) -> DecompSynthRecord:
     """Divide, Conquer and Complete for one step; the record holds the task set."""
     step = Step(chain, prev, next_, llm, jobs=jobs, limits=limits or BatchLimits())
     inputs = step_inputs(chain, prev, next_, step.limits)
@@ -686,19 +776,37 @@ def synthesize_step(chain: Chain, prev: str, next_: str, llm: LLM, jobs: int = 4
     for stage, _, tokens, requests, fresh in step.used:
         cost = priced(tokens, requests, llm.price)
         for into in (usage, this_run) if fresh else (usage,):
-            getattr(into, stage).add(cost)
-            into.total.add(cost)
+            setattr(into, stage, getattr(into, stage).plus(cost))
+            into.total = into.total.plus(cost)
 
     return DecompSynthRecord(
-        chain=chain.id, package=chain.config.package, prev_version=prev, next_version=next_, model=llm.model,
-        base_url=llm.base_url, price=llm.price, input_hash=input_hash(step, inputs), limits=step.limits,
+        chain=chain.id,
+        package=chain.config.package,
+        prev_version=prev,
+        next_version=next_,
+        model=llm.model,
+        base_url=llm.base_url,
+        price=llm.price,
+        input_hash=input_hash(step, inputs),
+        limits=step.limits,
         code_hunks=[hunk_record(h, code_targets[h.id]) for h in inputs.code],
-        files_without_hunks=inputs.bare, test_hunks=[hunk_record(h, test_targets[h.id]) for h in inputs.tests],
-        batches=[[h.id for h in b] for b in inputs.batches], test_batches=[[h.id for h in b] for b in inputs.test_batches],
-        unmatched_tasks=[spec_id(t) for t in tasks if t not in matched], usage=usage, this_run=this_run,
+        files_without_hunks=inputs.bare,
+        test_hunks=[hunk_record(h, test_targets[h.id]) for h in inputs.tests],
+        batches=[[h.id for h in b] for b in inputs.batches],
+        test_batches=[[h.id for h in b] for b in inputs.test_batches],
+        unmatched_tasks=[spec_id(t) for t in tasks if t not in matched],
+        usage=usage,
+        this_run=this_run,
         cache_files=sorted({name for _, name, *_ in step.used}),
-        task_set=TaskSet(chain=chain.id, package=chain.config.package, prev_version=prev, next_version=next_,
-                         source="decompsynth", release_notes=inputs.notes, tasks=spec_tasks),
+        task_set=TaskSet(
+            chain=chain.id,
+            package=chain.config.package,
+            prev_version=prev,
+            next_version=next_,
+            source="decompsynth",
+            release_notes=inputs.notes,
+            tasks=spec_tasks,
+        ),
     )
 
 
@@ -722,8 +830,12 @@ def check_step_writable(chain: Chain, prev: str, next_: str, levels: Sequence[st
         check_writable(*level_files(chain, prev, next_, level))
 
 
-def write_step(chain: Chain, record: DecompSynthRecord, levels: Sequence[str], interface: bool = False,
-               ) -> list[Path]:
+def write_step(
+    chain: Chain,
+    record: DecompSynthRecord,
+    levels: Sequence[str],
+    interface: bool = False,
+) -> list[Path]:
     """The record and the levels of one step (with ``interface``, also ``<level>+interface``);
     returns the Markdown files written."""
     from swechain_ci.specs.levels import with_interface
@@ -740,8 +852,14 @@ def write_step(chain: Chain, record: DecompSynthRecord, levels: Sequence[str], i
     return written
 
 
-def synth_chain(chain: Chain, levels: Sequence[str], model: str = DEFAULT_MODEL, base_url: str | None = None,
-                interface: bool = False, jobs: int = 4) -> list[tuple[DecompSynthRecord, list[Path]]]:
+def synth_chain(
+    chain: Chain,
+    levels: Sequence[str],
+    model: str = DEFAULT_MODEL,
+    base_url: str | None = None,
+    interface: bool = False,
+    jobs: int = 4,
+) -> list[tuple[DecompSynthRecord, list[Path]]]:
     """Every step of ``chain``: all steps are synthesized first (each exchange cached as it
     arrives), then written, so an error leaves no step half-written."""
     bad = [level for level in levels if level not in ("L2", "L3", "L4", "L5")]

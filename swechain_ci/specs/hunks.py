@@ -5,21 +5,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from swechain_ci.chain.diffs import unquote_git_path
 from swechain_ci.errors import SwechainError
+from swechain_ci.models import Strict
 
 MAX_FILES = 20
 MAX_HUNKS = 150
 MAX_LINES = 3000
 
-class Hunk(BaseModel):
+
+class Hunk(Strict):
     """One ``@@`` hunk of a step's diff, with a stable id."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True)
     id: str  # H1, H2, ... in diff order (test hunks: TH1, ...)
     file: str  # path relative to the tree root
     status: Literal["modified", "added", "removed", "renamed"]
@@ -43,8 +45,15 @@ def parse_hunks(patch: str, prefix: str = "H") -> tuple[list[Hunk], list[str]]:
     bare: list[str] = []
     for patched in parsed:
         path = unquote_git_path(patched.path)
-        status = ("added" if patched.is_added_file else "removed" if patched.is_removed_file
-                  else "renamed" if patched.is_rename else "modified")
+        status = (
+            "added"
+            if patched.is_added_file
+            else "removed"
+            if patched.is_removed_file
+            else "renamed"
+            if patched.is_rename
+            else "modified"
+        )
         if not len(patched):
             bare.append(path)
             continue
@@ -52,15 +61,26 @@ def parse_hunks(patch: str, prefix: str = "H") -> tuple[list[Hunk], list[str]]:
             text = str(piece)
             if not text.endswith("\n"):
                 text += "\n"
-            hunks.append(Hunk(
-                id=f"{prefix}{len(hunks) + 1}", file=path, status=status, header=text.split("\n", 1)[0],
-                text=text, lines=len(text.splitlines()), added=piece.added, removed=piece.removed,
-            ))
+            hunks.append(
+                Hunk(
+                    id=f"{prefix}{len(hunks) + 1}",
+                    file=path,
+                    status=status,
+                    header=text.split("\n", 1)[0],
+                    text=text,
+                    lines=len(text.splitlines()),
+                    added=piece.added,
+                    removed=piece.removed,
+                )
+            )
     return hunks, bare
 
 
 def batch_files(
-    hunks: Sequence[Hunk], max_files: int = MAX_FILES, max_hunks: int = MAX_HUNKS, max_lines: int = MAX_LINES,
+    hunks: Sequence[Hunk],
+    max_files: int = MAX_FILES,
+    max_hunks: int = MAX_HUNKS,
+    max_lines: int = MAX_LINES,
 ) -> list[list[Hunk]]:
     """Whole files into batches, as the reference's matching does: each changed file (all its
     hunks) is one unit sized by its lines; units go largest first (ties in diff order) into the

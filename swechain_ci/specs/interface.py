@@ -26,6 +26,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from pydantic import Field
+
+from swechain_ci.models import StrictTyped
 from swechain_ci.specs.api_scan import (
     ApiName,
     ClassDef,
@@ -33,18 +36,17 @@ from swechain_ci.specs.api_scan import (
     NameKind,
     PackageScan,
     Resolver,
-    Strict,
     is_public_module,
     scan_package,
 )
 
 
-class ModuleRename(Strict):
+class ModuleRename(StrictTyped):
     old: str
     new: str
 
 
-class NameRename(Strict):
+class NameRename(StrictTyped):
     kind: NameKind
     old_module: str
     old_name: str
@@ -53,7 +55,7 @@ class NameRename(Strict):
     parameters: str | None
 
 
-class SignatureChange(Strict):
+class SignatureChange(StrictTyped):
     module: str
     name: str  # "slugify", or "Class.method"
     kind: Literal["function", "class", "method"]
@@ -61,24 +63,24 @@ class SignatureChange(Strict):
     new: str
 
 
-
-
-class InterfaceChanges(Strict):
+class InterfaceChanges(StrictTyped):
     package: str
     prev_version: str
     next_version: str
-    added_modules: list[str] = []
-    removed_modules: list[str] = []
-    renamed_modules: list[ModuleRename] = []
-    added_names: list[ApiName] = []
-    removed_names: list[ApiName] = []
-    renamed_names: list[NameRename] = []
-    changed_signatures: list[SignatureChange] = []
-    added_members: list[ApiName] = []  # public methods and properties of classes in both versions
-    removed_members: list[ApiName] = []
-    new_exceptions: list[ExceptionClass] = []
-    removed_exceptions: list[ExceptionClass] = []
-    notes: list[str] = []  # files that could not be parsed, and the like
+    added_modules: list[str] = Field(default_factory=list)
+    removed_modules: list[str] = Field(default_factory=list)
+    renamed_modules: list[ModuleRename] = Field(default_factory=list)
+    added_names: list[ApiName] = Field(default_factory=list)
+    removed_names: list[ApiName] = Field(default_factory=list)
+    renamed_names: list[NameRename] = Field(default_factory=list)
+    changed_signatures: list[SignatureChange] = Field(default_factory=list)
+    added_members: list[ApiName] = Field(
+        default_factory=list
+    )  # public methods and properties of classes in both versions
+    removed_members: list[ApiName] = Field(default_factory=list)
+    new_exceptions: list[ExceptionClass] = Field(default_factory=list)
+    removed_exceptions: list[ExceptionClass] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)  # files that could not be parsed, and the like
 
     @property
     def empty(self) -> bool:
@@ -87,7 +89,6 @@ class InterfaceChanges(Strict):
             for name in type(self).model_fields
             if name not in ("package", "prev_version", "next_version", "notes")
         )
-
 
 
 def _signature_key(api: ApiName) -> tuple | None:
@@ -134,10 +135,15 @@ def _compare_members(
         if ma is not None and mb is not None and (ma.kind, ma.parameters) == (mb.kind, mb.parameters):
             continue
         if ma is not None and mb is not None and ma.kind == mb.kind == "method":
-            changed.append(SignatureChange(
-                module=new_module, name=qual, kind="method",
-                old=_rendered(qual, ma.parameters), new=_rendered(qual, mb.parameters),
-            ))
+            changed.append(
+                SignatureChange(
+                    module=new_module,
+                    name=qual,
+                    kind="method",
+                    old=_rendered(qual, ma.parameters),
+                    new=_rendered(qual, mb.parameters),
+                )
+            )
             continue
         if ma is not None:  # gone, or a property that became a method (or back)
             removed.append(ApiName(module=old_module, name=qual, kind=ma.kind, parameters=ma.parameters))
@@ -170,9 +176,9 @@ def compare_scans(prev: PackageScan, next_: PackageScan, prev_version: str, next
             leftover_old = [names[n] for n in sorted(set(names) - set(cand))]
             leftover_new = [cand[n] for n in sorted(set(cand) - set(names))]
             paired = {p[0].name for p in _pair_renames(leftover_old, leftover_new)}
-            if all(api.name in paired for api in leftover_old):
-                if best is None or len(overlap) > best[0]:  # most shared names; ties: first by name
-                    best = (len(overlap), candidate)
+            # Most shared names; ties: first by name.
+            if all(api.name in paired for api in leftover_old) and (best is None or len(overlap) > best[0]):
+                best = (len(overlap), candidate)
         if best is not None:
             module_map[gone] = best[1]
             free_added.remove(best[1])
@@ -199,10 +205,16 @@ def compare_scans(prev: PackageScan, next_: PackageScan, prev_version: str, next
         came = [after[n] for n in sorted(set(after) - set(before))]
         pairs = _pair_renames(gone, came)
         for a, b in pairs:
-            renamed_names.append(NameRename(
-                kind=a.kind, old_module=a.module, old_name=a.name,  # type: ignore[arg-type]
-                new_module=b.module, new_name=b.name, parameters=b.parameters,
-            ))
+            renamed_names.append(
+                NameRename(
+                    kind=a.kind,
+                    old_module=a.module,
+                    old_name=a.name,  # type: ignore[arg-type]
+                    new_module=b.module,
+                    new_name=b.name,
+                    parameters=b.parameters,
+                )
+            )
         paired_old = {id(a) for a, _ in pairs}
         paired_new = {id(b) for _, b in pairs}
         removed_names.extend(a for a in gone if id(a) not in paired_old)
@@ -211,12 +223,17 @@ def compare_scans(prev: PackageScan, next_: PackageScan, prev_version: str, next
             a, b = before[name], after[name]
             if a.defined_in is not None or b.defined_in is not None:
                 continue  # re-exports: reported where they are defined
-            if a.kind in ("function", "class") and b.kind in ("function", "class"):
-                if (a.kind, a.parameters) != (b.kind, b.parameters):
-                    changed.append(SignatureChange(
-                        module=new_module, name=name, kind=b.kind,  # type: ignore[arg-type]
-                        old=_rendered(name, a.parameters), new=_rendered(name, b.parameters),
-                    ))
+            callables = ("function", "class")
+            if a.kind in callables and b.kind in callables and (a.kind, a.parameters) != (b.kind, b.parameters):
+                changed.append(
+                    SignatureChange(
+                        module=new_module,
+                        name=name,
+                        kind=b.kind,  # type: ignore[arg-type]
+                        old=_rendered(name, a.parameters),
+                        new=_rendered(name, b.parameters),
+                    )
+                )
             if a.kind == "class" and b.kind == "class":
                 ca = prev.modules[old_module].defs[name].cls
                 cb = next_.modules[new_module].defs[name].cls
@@ -257,7 +274,11 @@ def compare_scans(prev: PackageScan, next_: PackageScan, prev_version: str, next
 
 
 def compare_trees(
-    prev_code: Path, next_code: Path, source_root: str, package: str, prev_version: str = "prev",
+    prev_code: Path,
+    next_code: Path,
+    source_root: str,
+    package: str,
+    prev_version: str = "prev",
     next_version: str = "next",
 ) -> InterfaceChanges:
     """Interface changes between two code trees (each holding ``source_root/package``)."""
@@ -275,8 +296,12 @@ def chain_interface_changes(chain, prev: str, next_: str) -> InterfaceChanges:
 
     config = chain.config
     return compare_trees(
-        materialize(chain, prev).code, materialize(chain, next_).code, config.source_root, config.import_name,
-        prev, next_,
+        materialize(chain, prev).code,
+        materialize(chain, next_).code,
+        config.source_root,
+        config.import_name,
+        prev,
+        next_,
     )
 
 
@@ -325,19 +350,26 @@ def render_interface(changes: InterfaceChanges, heading_level: int = 2) -> str:
         ("New modules", [f"- {_code(m)}" for m in changes.added_modules]),
         ("Removed modules", [f"- {_code(m)}" for m in changes.removed_modules]),
         ("Renamed modules", [f"- {_code(r.old)} → {_code(r.new)}" for r in changes.renamed_modules]),
-        ("New exception classes", [
-            f"- {_code(e.module + '.' + e.name)}" + (f" (bases {_codes(e.bases)})" if e.bases else "")
-            for e in changes.new_exceptions
-        ]),
+        (
+            "New exception classes",
+            [
+                f"- {_code(e.module + '.' + e.name)}" + (f" (bases {_codes(e.bases)})" if e.bases else "")
+                for e in changes.new_exceptions
+            ],
+        ),
         ("Removed exception classes", [f"- {_code(e.module + '.' + e.name)}" for e in changes.removed_exceptions]),
-        ("Renamed names", [
-            f"- {r.kind} {_code(r.old_module + '.' + r.old_name)} → {_code(r.new_module + '.' + r.new_name)}"
-            + (f", signature {_code(r.new_name + r.parameters)}" if r.parameters else "")
-            for r in changes.renamed_names
-        ]),
-        ("Changed signatures", [
-            f"- {c.kind} in {_code(c.module)}: {_code(c.old)} → {_code(c.new)}" for c in changes.changed_signatures
-        ]),
+        (
+            "Renamed names",
+            [
+                f"- {r.kind} {_code(r.old_module + '.' + r.old_name)} → {_code(r.new_module + '.' + r.new_name)}"
+                + (f", signature {_code(r.new_name + r.parameters)}" if r.parameters else "")
+                for r in changes.renamed_names
+            ],
+        ),
+        (
+            "Changed signatures",
+            [f"- {c.kind} in {_code(c.module)}: {_code(c.old)} → {_code(c.new)}" for c in changes.changed_signatures],
+        ),
         ("Added names", [f"- {_describe_api(a)}" for a in changes.added_names]),
         ("Removed names", [f"- {_describe_api(a)}" for a in changes.removed_names]),
         ("Added methods and properties", [f"- {_describe_api(a)}" for a in changes.added_members]),

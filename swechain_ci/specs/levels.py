@@ -36,9 +36,10 @@ import json
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, Field
 
 from swechain_ci.errors import SwechainError
+from swechain_ci.models import StrictTyped
 from swechain_ci.records import write_text
 from swechain_ci.specs.changelog import ReleaseNotes, ReleaseTask
 from swechain_ci.specs.interface import InterfaceChanges, render_interface
@@ -94,21 +95,17 @@ def _not_blank(value: str) -> str:
 Text = Annotated[str, AfterValidator(_not_blank)]
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
 # --------------------------------------------------------------------------- the task specification
 
 
-class Granular(Strict):
+class Granular(StrictTyped):
     """One requirement at two granularities: in terms of the code, and in terms of behaviour."""
 
     grounded: Text
     conceptual: Text
 
 
-class SynthesizedRequirement(Strict):
+class SynthesizedRequirement(StrictTyped):
     problem_statement: Text
     expectation: Granular
     constraints: Granular
@@ -116,7 +113,7 @@ class SynthesizedRequirement(Strict):
     acceptance_criteria: list[Text]
 
 
-class TaskFields(Strict):
+class TaskFields(StrictTyped):
     """A task specification's fields of SEMANTICS.md, all but its id."""
 
     title: Text
@@ -135,14 +132,14 @@ class TaskSpec(TaskFields):
     task_id: Text
 
 
-class SpecTask(Strict):
+class SpecTask(StrictTyped):
     spec: TaskSpec
     origin: Literal["release_notes", "complete", "import"]
     release_task: ReleaseTask | None = None  # the release-note item it specifies (origin release_notes)
     code_hunks: list[str] | None = None  # ids of its code hunks (decompsynth.json); None: not known
 
 
-class TaskSet(Strict):
+class TaskSet(StrictTyped):
     """The specifications of one step: DecompSynth's output, or an import."""
 
     schema_version: Literal[1] = 1
@@ -158,7 +155,7 @@ class TaskSet(Strict):
 # --------------------------------------------------------------------------- a level's view
 
 
-class LevelTask(Strict):
+class LevelTask(StrictTyped):
     number: int | None  # as numbered in the Markdown; None under "Additional changes"
     task_id: str
     title: str
@@ -170,7 +167,7 @@ class LevelTask(Strict):
     acceptance_criteria: list[str] | None = None  # L5
 
 
-class LevelSpec(Strict):
+class LevelSpec(StrictTyped):
     """``L<n>.json``: one step's specification at one level, as data."""
 
     # file_changes, markdown and markdown_sha256 were added with defaults: files of before stay readable

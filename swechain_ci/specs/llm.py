@@ -46,7 +46,10 @@ class LLM:
                         "never makes up specifications"
                     )
                 self._client = anthropic.Anthropic(
-                    api_key=self.api_key, base_url=self.base_url, max_retries=self.max_retries, timeout=self.timeout_s,
+                    api_key=self.api_key,
+                    base_url=self.base_url,
+                    max_retries=self.max_retries,
+                    timeout=self.timeout_s,
                 )
             return self._client
 
@@ -63,8 +66,12 @@ def make_llm(model: str = DEFAULT_MODEL, base_url: str | None = None) -> LLM:
             f"no price for model {model} in {PRICES_FILE} (known: {', '.join(sorted(prices))}); add one as "
             "{input, output, cache_write, cache_read} in dollars per million tokens, or pick a known model with --model"
         )
-    return LLM(model=model, price=prices[model], base_url=_base_url(base_url),
-               api_key=os.environ.get("ANTHROPIC_API_KEY") or None)
+    return LLM(
+        model=model,
+        price=prices[model],
+        base_url=_base_url(base_url),
+        api_key=os.environ.get("ANTHROPIC_API_KEY") or None,
+    )
 
 
 def _block(block: Any) -> dict[str, Any] | None:
@@ -86,8 +93,18 @@ class Conversation:
     messages: list[dict[str, Any]]
 
 
-def converse(llm: LLM, *, what: str, system: str, prompt: str, tool: dict[str, Any], check: Check,
-             max_requests: int, max_tokens: int, cache_prompt: bool = False) -> Conversation:
+def converse(
+    llm: LLM,
+    *,
+    what: str,
+    system: str,
+    prompt: str,
+    tool: dict[str, Any],
+    check: Check,
+    max_requests: int,
+    max_tokens: int,
+    cache_prompt: bool = False,
+) -> Conversation:
     """Ask until ``check`` accepts the tool input, feeding each problem back; at most
     ``max_requests`` requests, then a SwechainError naming the last problem."""
     first: dict[str, Any] = {"type": "text", "text": prompt}
@@ -100,8 +117,12 @@ def converse(llm: LLM, *, what: str, system: str, prompt: str, tool: dict[str, A
         client = llm.client(what)
         try:
             response = client.messages.create(
-                model=llm.model, max_tokens=max_tokens, system=system, tools=[tool],
-                tool_choice={"type": "tool", "name": tool["name"]}, messages=messages,
+                model=llm.model,
+                max_tokens=max_tokens,
+                system=system,
+                tools=[tool],
+                tool_choice={"type": "tool", "name": tool["name"]},
+                messages=messages,
             )
         except anthropic.APIError as exc:
             raise SwechainError(
@@ -121,13 +142,16 @@ def converse(llm: LLM, *, what: str, system: str, prompt: str, tool: dict[str, A
                 return Conversation(result, tokens, request, messages)
             problem = problem_or_none
         if response.stop_reason == "max_tokens":
-            problem = (f"Your answer was cut off at the limit of {max_tokens} output tokens; be more concise. "
-                       + problem)
+            problem = f"Your answer was cut off at the limit of {max_tokens} output tokens; be more concise. " + problem
         if request == max_requests:
             break
         feedback: list[dict[str, Any]] = [
-            {"type": "tool_result", "tool_use_id": c["id"], "is_error": True,
-             "content": problem if c is call else f"Ignored: call {tool['name']} only."}
+            {
+                "type": "tool_result",
+                "tool_use_id": c["id"],
+                "is_error": True,
+                "content": problem if c is call else f"Ignored: call {tool['name']} only.",
+            }
             for c in calls
         ]
         if call is None:
@@ -146,5 +170,3 @@ def validation_problems(exc: ValidationError) -> str:
         where = ".".join(str(p) for p in item["loc"]) or "(top level)"
         lines.append(f"- field '{where}': {item['msg']}")
     return "\n".join(lines)
-
-

@@ -50,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from swechain_ci.chain.definition import Chain
 from swechain_ci.errors import SwechainError
+from swechain_ci.models import Strict
 from swechain_ci.specs.levels import (
     ADDITIONAL,
     FILE_CHANGES,
@@ -89,8 +90,7 @@ ROW_KEYS = ("package", "prev_ver", "next_ver", "specs")
 PARQUET_KEYS = ("chain_id", "prev_ver", "next_ver", "specs")  # step_id and package are read when present
 
 
-class ImportedRow(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ImportedRow(Strict):
     line: int  # line of the JSON lines file, row of the parquet file, or number of the version folder
     package: str
     prev_ver: str
@@ -106,8 +106,7 @@ class ImportedRow(BaseModel):
     written: list[str] = []
 
 
-class ImportReport(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ImportReport(Strict):
     file: str
     chain: str
     level: str
@@ -213,8 +212,7 @@ def structured_tasks(value: Any, where: str) -> list[TaskSpec]:
 # --------------------------------------------------------------------------- the Markdown
 
 
-class MarkdownTask(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class MarkdownTask(Strict):
     number: int | None  # None: listed under "Additional Changes"
     title: str
     type: str
@@ -226,8 +224,7 @@ class MarkdownTask(BaseModel):
     extra_lines: int = 0  # lines after the fields (the reference's linked issue text at include_github)
 
 
-class ParsedMarkdown(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ParsedMarkdown(Strict):
     versions: tuple[str, str] | None
     tasks: list[MarkdownTask]
     file_changes: list[str] = []
@@ -390,10 +387,9 @@ def _check_title(parsed: ParsedMarkdown, step: tuple[str, str], where: str) -> N
 # --------------------------------------------------------------------------- one row at one level
 
 
-class Planned(BaseModel):
+class Planned(Strict):
     """One level of one row, ready to write."""
 
-    model_config = ConfigDict(extra="forbid")
     spec: LevelSpec
     published: str | None  # the published text, when L<n>.md is it
 

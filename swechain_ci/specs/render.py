@@ -13,10 +13,9 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from swechain_ci.chain.definition import Chain, load_chain
 from swechain_ci.errors import SwechainError
+from swechain_ci.models import StrictTyped
 from swechain_ci.records import write_text
 from swechain_ci.specs.changelog import ReleaseNotes, ReleaseTask, chain_release_notes
 from swechain_ci.specs.interface import (
@@ -42,9 +41,7 @@ _KIND_WORDS = {
 }
 
 
-class L1Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
+class L1Spec(StrictTyped):
     schema_version: Literal[1] = SCHEMA_VERSION
     generated_by: Literal["swechain-ci specs render"] = GENERATOR
     level: Literal["L1", "L1+interface"] = "L1"

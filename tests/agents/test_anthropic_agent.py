@@ -134,7 +134,7 @@ def test_the_manifest_is_valid():
 
 @pytest.mark.docker
 def test_a_scripted_model_solves_the_toy_chain(solved_run):
-    output, requests = solved_run
+    output, _requests = solved_run
     card = load_json(output / "scorecard.json")
     for phase in ("build", "build_fix"):
         assert card[phase]["resolving"] == 1.0, card[phase]
@@ -331,7 +331,7 @@ def test_the_wall_clock_ends_a_long_tool(agent_container, tmp_path):
     def sleepy(body):
         return message([tool_use("bash", {"command": "sleep 60; echo woke"})])
 
-    outcome, requests, events, elapsed = run_agent(agent_container, tmp_path, sleepy, wall_s=2)
+    outcome, _requests, events, elapsed = run_agent(agent_container, tmp_path, sleepy, wall_s=2)
     assert (outcome.status, outcome.ended_by, outcome.limit) == ("timed_out", "limit", "wall_s")
     assert elapsed < 15
     [results] = [e for e in events if e["event"] == "tool_results"]
@@ -357,7 +357,7 @@ def test_identical_tool_calls_in_a_row_end_the_session(agent_container, tmp_path
     def stuck(body):
         return message([tool_use("view", {"path": "README.md", "view_range": [1, 3]})])
 
-    outcome, requests, events, _ = run_agent(agent_container, tmp_path, stuck, repeats=3)
+    outcome, _requests, events, _ = run_agent(agent_container, tmp_path, stuck, repeats=3)
     assert (outcome.status, outcome.ended_by, outcome.turns) == ("ok", "repetition", 3)
     assert [e["event"] for e in events].count("tool_results") == 2, "the repeat that trips the guard is not run"
 
@@ -389,7 +389,7 @@ def test_overload_is_retried_with_backoff_and_the_session_goes_on(agent_containe
     flaky.tripped = False
     with ScriptedServer(flaky) as server:
         flaky.server = server
-        outcome, requests, events, _ = run_agent(
+        outcome, _requests, events, _ = run_agent(
             agent_container,
             tmp_path,
             flaky,

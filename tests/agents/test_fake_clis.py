@@ -11,6 +11,7 @@ npm package) and no network (this machine has no egress proxy).
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from pathlib import Path
 
@@ -71,7 +72,7 @@ def fake_agents(tmp_path_factory, toy_oracle) -> Path:
         shutil.copy(config, files / config.name)
     chain = load_chain("toy")
     (files / "patches").mkdir()
-    for prev, next_ in zip(chain.versions, chain.versions[1:]):
+    for prev, next_ in itertools.pairwise(chain.versions):
         patch = trees.diff(sources.materialize(chain, prev).code, sources.materialize(chain, next_).code)
         (files / "patches" / f"{prev}-{next_}.patch").write_text(patch)
     shutil.copy(REPO / "tests" / "fake_cli" / "fake-cli.Dockerfile", folder / "fake-cli.Dockerfile")

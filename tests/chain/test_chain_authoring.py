@@ -265,7 +265,7 @@ def test_pytest_env_may_not_touch_what_the_harness_controls(toy, env, accepted):
     if accepted:
         assert load_chain("toy").config.pytest.env == env
     else:
-        with pytest.raises(SwechainError, match="reserved|not an environment variable name"):
+        with pytest.raises(SwechainError, match=r"reserved|not an environment variable name"):
             load_chain("toy")
 
 

@@ -122,7 +122,10 @@ def test_three_way_split_and_stats(chain, tmp_path):
 
 def test_the_three_parts_together_rebuild_the_next_version(chain, tmp_path):
     diffs.step_diff(chain, "1", "2")
-    noise = lambda rel: diffs.part_of(rel, "tests") is None
+
+    def noise(rel):
+        return diffs.part_of(rel, "tests") is None
+
     trees.copy_tree(tmp_path / "v1", tmp_path / "rebuilt", exclude=noise)
     trees.copy_tree(tmp_path / "v2", tmp_path / "expected", exclude=noise)
     for part in diffs.PARTS:

@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import stat
 import subprocess
 import tarfile
@@ -58,7 +59,10 @@ def test_split_three_ways(tmp_path):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     trees = split(chain(tmp_path), root, tmp_path / "out", "1")
-    listing = lambda d: sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.is_file())
+
+    def listing(d):
+        return sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.is_file())
+
     assert listing(trees.code) == [
         "README.md",
         "pyproject.toml",
@@ -241,7 +245,10 @@ def test_pypi_source_through_a_pep691_index(index, tmp_path):
     assert index.requests[0] == ("/simple/demo-pkg/", "application/vnd.pypi.simple.v1+json")
 
     one = sources.materialize(chain, "1.0")
-    listing = lambda d: sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.is_file())
+
+    def listing(d):
+        return sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.is_file())
+
     assert listing(one.root) == [
         "PKG-INFO",
         "demo.egg-info/SOURCES.txt",
@@ -342,8 +349,10 @@ def test_index_errors_are_one_line(index, tmp_path):
     index.routes["/simple/other-name/"] = ("text/html", b"<html></html>")
     with pytest.raises(
         SwechainError,
-        match="answered text/html, not application/vnd.pypi.simple.v1\\+json; "
-        "point SWECHAIN_INDEX_URL at an index that supports PEP 691",
+        match=re.escape(
+            "answered text/html, not application/vnd.pypi.simple.v1+json; "
+            "point SWECHAIN_INDEX_URL at an index that supports PEP 691"
+        ),
     ):
         sources.release_info(chain, "1.0")
 
@@ -497,7 +506,10 @@ def test_git_source_checks_out_each_tag(tagged_repo, tmp_path, monkeypatch):
     assert url.startswith("file:///")
     chain = git_chain(tmp_path, url, {"1.0": "v1.0", "2.0": "v2.0"})
     one, two = sources.materialize(chain, "1.0"), sources.materialize(chain, "2.0")
-    listing = lambda d: sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.is_file())
+
+    def listing(d):
+        return sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.is_file())
+
     assert listing(one.root) == ["demo/__init__.py", "tests/test_demo.py"]  # no .git
     assert listing(one.code) == ["demo/__init__.py"]
     assert (one.code / "demo/__init__.py").read_text() == "VERSION = 1\n"

@@ -43,7 +43,7 @@ def fail(reason: str) -> None:
 
 def expect(argv: list[str], pattern: list[str]) -> None:
     """argv must match the pattern item by item (each a full regular expression)."""
-    if len(argv) != len(pattern) or not all(re.fullmatch(p, a, re.DOTALL) for a, p in zip(argv, pattern)):
+    if len(argv) != len(pattern) or not all(re.fullmatch(p, a, re.DOTALL) for a, p in zip(argv, pattern, strict=True)):
         fail(f"called with {argv!r}; expected {pattern!r}")
 
 

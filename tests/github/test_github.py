@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -235,18 +236,24 @@ def test_api_url_defaults_to_github_com(monkeypatch):
 
 
 def test_bad_token_and_unknown_pull_request_are_explained(server, gh_env, monkeypatch):
-    with GitHubReporter.from_env(**FAST) as reporter:
-        with pytest.raises(SwechainError, match="404 Not Found.*GITHUB_REPOSITORY"):
-            reporter.upsert_comment(99, "oracle", "x")
+    with (
+        GitHubReporter.from_env(**FAST) as reporter,
+        pytest.raises(SwechainError, match=r"404 Not Found.*GITHUB_REPOSITORY"),
+    ):
+        reporter.upsert_comment(99, "oracle", "x")
     monkeypatch.setenv("GITHUB_REPOSITORY", "octo-org/elsewhere")
-    with GitHubReporter.from_env(**FAST) as reporter:
-        with pytest.raises(SwechainError, match=r"404 Not Found.*GITHUB_REPOSITORY \(octo-org/elsewhere\)"):
-            reporter.set_commit_status(SHA, "success", "x")
+    with (
+        GitHubReporter.from_env(**FAST) as reporter,
+        pytest.raises(SwechainError, match=r"404 Not Found.*GITHUB_REPOSITORY \(octo-org/elsewhere\)"),
+    ):
+        reporter.set_commit_status(SHA, "success", "x")
     monkeypatch.setenv("GITHUB_REPOSITORY", REPO_NAME)
     monkeypatch.setenv("GITHUB_TOKEN", "wrong")
-    with GitHubReporter.from_env(**FAST) as reporter:
-        with pytest.raises(SwechainError, match="401 Bad credentials.*GITHUB_TOKEN"):
-            reporter.upsert_comment(1, "oracle", "x")
+    with (
+        GitHubReporter.from_env(**FAST) as reporter,
+        pytest.raises(SwechainError, match=r"401 Bad credentials.*GITHUB_TOKEN"),
+    ):
+        reporter.upsert_comment(1, "oracle", "x")
     assert server.state.comments == []
 
 
@@ -374,7 +381,7 @@ def test_cli_comment_puts_one_agents_chains_in_one_comment(server, gh_env, tmp_p
 
 def test_cli_comment_needs_a_scored_run(gh_env, tmp_path):
     (tmp_path / "run").mkdir()
-    with pytest.raises(SwechainError, match="scorecard.json does not exist"):
+    with pytest.raises(SwechainError, match=re.escape("scorecard.json does not exist")):
         invoke("comment", str(tmp_path / "run"), "--pr", "1")
 
 

@@ -185,7 +185,7 @@ def test_report_carries_messages_but_no_node_ids():
         "- AttributeError: 'Thing' has no attribute 'grow'\n"
         "- TypeError: f() missing 1 required argument\n"
     )
-    for node_id in ids + ["tests/test_core.py::test_gamma"]:
+    for node_id in [*ids, "tests/test_core.py::test_gamma"]:
         assert node_id not in report
     assert "test_alpha" not in report and "test_beta" not in report
 

@@ -196,7 +196,7 @@ def test_alerts_cli_writes_the_summary_first_and_reports_on_github(tmp_path, mon
             [comment] = server.state.comments_on(7)
             body = comment.body
         else:
-            [(number, issue)] = server.state.issues.items()
+            [(_number, issue)] = server.state.issues.items()
             assert issue["title"] == "Leaderboard regression"
             body = issue["body"]
     assert "Build+Fix resolving 80.0% → 60.0% (−20.0 points" in body

@@ -474,7 +474,7 @@ def test_invalid_task_json_in_conquer_is_fed_back_and_retried(project):
 
     with ScriptedServer(scripted(conquer=conquer)) as server:
         [(record, _)] = synth(server)
-    first, second = requests_of(server, "write_specification", "task_1")
+    _, second = requests_of(server, "write_specification", "task_1")
     text = feedback(second)
     assert "does not fit the schema of write_specification" in text
     assert "- field 'runtime_impact': Input should be a valid boolean" in text
@@ -492,9 +492,11 @@ def test_conquer_gives_up_after_three_attempts(project):
     def conquer(body, turn, task):
         return {**SPECS[task], "confidence": "certain"} if task == "task_2" else SPECS[task]
 
-    with ScriptedServer(scripted(conquer=conquer)) as server:
-        with pytest.raises(SwechainError, match=r"conquer task_2: no valid answer after 3 requests.*'confidence'"):
-            synth(server, jobs=1)
+    with (
+        ScriptedServer(scripted(conquer=conquer)) as server,
+        pytest.raises(SwechainError, match=r"conquer task_2: no valid answer after 3 requests.*'confidence'"),
+    ):
+        synth(server, jobs=1)
     assert len(requests_of(server, "write_specification", "task_2")) == 3
 
 
@@ -525,18 +527,19 @@ def test_without_an_api_key_nothing_is_asked_or_written(project, monkeypatch):
 
 
 def test_a_model_without_a_price_is_refused_before_any_request(project):
-    with ScriptedServer(scripted()) as server:
-        with pytest.raises(SwechainError, match="no price for model claude-unknown"):
-            synth_chain(step_one(), LEVELS, model="claude-unknown", base_url=server.url)
+    with ScriptedServer(scripted()) as server, pytest.raises(SwechainError, match="no price for model claude-unknown"):
+        synth_chain(step_one(), LEVELS, model="claude-unknown", base_url=server.url)
     assert server.requests == []
 
 
 def test_hand_written_levels_are_not_overwritten(project):
     folder = step_files(project)
     (folder / "L3.md").write_text("# my own L3\n")
-    with ScriptedServer(scripted()) as server:
-        with pytest.raises(SwechainError, match="L3.md: exists and was not written by"):
-            synth(server)
+    with (
+        ScriptedServer(scripted()) as server,
+        pytest.raises(SwechainError, match=re.escape("L3.md: exists and was not written by")),
+    ):
+        synth(server)
     assert server.requests == [] and (folder / "L3.md").read_text() == "# my own L3\n"
 
 

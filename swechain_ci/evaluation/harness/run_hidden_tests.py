@@ -30,11 +30,48 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ImportError:  # Python < 3.11: the harness requirements bring tomli
+else:  # the harness requirements bring tomli
     import tomli as tomllib
+
+if TYPE_CHECKING or __package__:  # imported on the host: its unit tests, the type checker
+    from .swechain_contract import (
+        EVAL_FILE,
+        FAILED_IMPORTS_FILE,
+        OUTPUT_FILE,
+        REPORT_FILE,
+        REPORTED_EXIT_CODES,
+        RESULT_FILE,
+        STREAM_FILE,
+        USAGE_ERROR_EXIT_CODE,
+        EvalSettings,
+        Flag,
+        HarnessResult,
+        RemovedOption,
+        RenamedSection,
+    )
+else:  # run as a script under ``python -I``: its own folder (root's) is not on sys.path
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from swechain_contract import (
+        EVAL_FILE,
+        FAILED_IMPORTS_FILE,
+        OUTPUT_FILE,
+        REPORT_FILE,
+        REPORTED_EXIT_CODES,
+        RESULT_FILE,
+        STREAM_FILE,
+        USAGE_ERROR_EXIT_CODE,
+        EvalSettings,
+        Flag,
+        HarnessResult,
+        RemovedOption,
+        RenamedSection,
+    )
+
+    del sys.path[0]
 
 CANDIDATE = Path("/work/candidate")
 RUN = Path("/work/run")
@@ -134,11 +171,11 @@ def shadowing(rel: PurePosixPath, import_roots: list[PurePosixPath], installed: 
 
 @dataclass
 class Assembly:
-    flags: list[dict] = field(default_factory=list)
+    flags: list[Flag] = field(default_factory=list)
     hidden_files: set[str] = field(default_factory=set)
 
 
-def assemble(settings: dict) -> Assembly:
+def assemble(settings: EvalSettings) -> Assembly:
     test_folder = PurePosixPath(settings["test_folder"])
     protected = set(settings["protected"])
     protected |= {str(p) for p in relative_files(TARGET / "protected")}
@@ -274,7 +311,7 @@ def unresolvable_warning_filters(filters: list[str], env: dict, code_paths: list
         return list(categories)
 
 
-def remove_options(addopts: list[str], removed: list[dict]) -> list[str]:
+def remove_options(addopts: list[str], removed: list[RemovedOption]) -> list[str]:
     kept: list[str] = []
     skip_next = False
     for token in addopts:
@@ -295,7 +332,7 @@ def limit_output_files() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
 
 
-def rename_sections(renames: list[dict]) -> None:
+def rename_sections(renames: list[RenamedSection]) -> None:
     """Rename config sections an old version used, e.g. setup.cfg [pytest] -> [tool:pytest]."""
     for rename in renames:
         path = RUN / rename["file"]
@@ -338,7 +375,7 @@ class StreamCheck:
         self.complete: list[str] = []
         self.collectors: dict[str, str] = {}
         self.imports: list[dict] = []
-        self.flags: list[dict] = []
+        self.flags: list[Flag] = []
         self.violation: str | None = None
         self.collected = self.deselected = 0
         self.exitstatus: int | None = None
@@ -541,6 +578,7 @@ class Pytest:
 
     def pump(self, process: subprocess.Popen, stream_read: int, stream: StreamCheck) -> bool:
         """Read output and stream until the process ends; True if the deadline ended it."""
+        assert process.stdout is not None  # started with stdout=PIPE
         selector = selectors.DefaultSelector()
         selector.register(process.stdout, selectors.EVENT_READ, "output")
         selector.register(stream_read, selectors.EVENT_READ, "stream")
@@ -579,7 +617,7 @@ def end_runner_processes(process: subprocess.Popen) -> None:
     process.wait()
 
 
-def python_path(settings: dict) -> list[Path]:
+def python_path(settings: EvalSettings) -> list[Path]:
     """What follows site-packages on the tests' path: the candidate's source root, where the
     chain asks for it (``installed_metadata``) the target version's distribution metadata,
     and the run folder (the working folder a plain ``python -m pytest`` would put first)."""
@@ -633,7 +671,7 @@ def write_jsonl(path: Path, records: list[dict]) -> None:
 def main() -> int:
     global run_as
     run_as = RUNNER_UID
-    settings = json.loads(Path("/work/eval.json").read_text())
+    settings: EvalSettings = json.loads((Path("/work") / EVAL_FILE).read_text())
     OUT.mkdir(exist_ok=True)
     assembly = assemble(settings)
     rename_sections(settings["rename_sections"])
@@ -698,7 +736,7 @@ def main() -> int:
     suite = pytest.run([settings["test_folder"]])
     flags = assembly.flags + suite.stream.flags
     imports = list(suite.stream.imports)
-    result = {
+    result: HarnessResult = {
         "exit_code": suite.exit_code,
         "timed_out": suite.timed_out,
         "retried": [],
@@ -711,10 +749,10 @@ def main() -> int:
         result["untrusted"] = problem
         flags.append({"kind": "result_stream", "detail": problem[:400], "location": None})
     elif suite.timed_out:
-        write_jsonl(OUT / "stream.jsonl", suite.stream.stream_lines())
-    elif suite.finished and suite.exit_code in (0, 1, 5):
+        write_jsonl(OUT / STREAM_FILE, suite.stream.stream_lines())
+    elif suite.finished and suite.exit_code in REPORTED_EXIT_CODES:
         reports.append(suite.stream.report())
-    elif suite.exit_code != 4:  # 4 is a usage error: the same for every file, so retrying cannot help
+    elif suite.exit_code != USAGE_ERROR_EXIT_CODE:
         # The run broke off (a crash, os._exit, pytest.exit): retry what reported nothing, file by file.
         if suite.stream.complete or suite.stream.collectors:
             reports.append(suite.stream.report())
@@ -727,7 +765,7 @@ def main() -> int:
             imports += retry.stream.imports
             if retry.untrusted():
                 result["untrusted"] = f"{test_file}: {retry.untrusted()}"
-            elif retry.finished and retry.exit_code in (0, 1, 5):
+            elif retry.finished and retry.exit_code in REPORTED_EXIT_CODES:
                 report = retry.stream.report()
                 if not report_is_consistent(retry.exit_code, report):
                     result["untrusted"] = f"{test_file}: exit code {retry.exit_code} disagrees with its report"
@@ -741,14 +779,14 @@ def main() -> int:
             result["suite_exit_code"] = suite.exit_code
     if reports:
         merged, result["exit_code"] = merge(reports) if result["retried"] else (reports[0], suite.exit_code)
-        (OUT / "report.json").write_text(json.dumps(merged))
-        write_jsonl(OUT / "stream.jsonl", [line for o in observed for line in o.stream.stream_lines()])
+        (OUT / REPORT_FILE).write_text(json.dumps(merged))
+        write_jsonl(OUT / STREAM_FILE, [line for o in observed for line in o.stream.stream_lines()])
     if imports:
-        write_jsonl(OUT / "failed_imports.jsonl", imports)
+        write_jsonl(OUT / FAILED_IMPORTS_FILE, imports)
     result["integrity_flags"] = flags[:MAX_FLAGS]
     result["duration_s"] = round(time.monotonic() - started, 3)
-    (OUT / "output.log").write_bytes(bytes(pytest.tail))
-    (OUT / "result.json").write_text(json.dumps(result))
+    (OUT / OUTPUT_FILE).write_bytes(bytes(pytest.tail))
+    (OUT / RESULT_FILE).write_text(json.dumps(result))
     return 0
 
 

@@ -273,8 +273,7 @@ class Guard(Tolerance):
         message = ""
         if report.failed:
             crash = getattr(report.longrepr, "reprcrash", None)
-            message = crash.message if crash is not None else str(report.longrepr).strip().splitlines()[-1:]
-            message = message if isinstance(message, str) else " ".join(message)
+            message = crash.message if crash is not None else " ".join(str(report.longrepr).strip().splitlines()[-1:])
         self.send(
             {
                 "t": "test",
