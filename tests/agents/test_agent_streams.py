@@ -163,6 +163,7 @@ def test_usage_totals_keep_unknowns_apart():
     )
     assert total.model_dump() == {
         "turns": 3,
+        "requests": None,  # no part counted requests (DecompSynth's field): unknown, not 0
         "input_tokens": 13,
         "output_tokens": 6,
         "cache_read_tokens": 1,
