@@ -23,27 +23,23 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from swechain_ci.chain import sources, trees
 from swechain_ci.chain.definition import Chain
 from swechain_ci.containers.images import family_dir
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.outcomes import scored_universe
-from swechain_ci.models import ChainOracle, Status, StepOracle
+from swechain_ci.models import ChainOracle, Status, StepOracle, Strict
 from swechain_ci.records import read_model, write_text
 from swechain_ci.settings import HARNESS_DIR
 
 DATASET_FILE = "oracle.json"
-DATASET_KIND = "swechain-ci oracle dataset"
-DATASET_FORMAT = 1
+DATASET_KIND: Final = "swechain-ci oracle dataset"
+DATASET_FORMAT: Final = 1
 SHOWN_TESTS = 5  # tests named in a one-line mismatch; the rest are counted
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class StepInputs(Strict):
