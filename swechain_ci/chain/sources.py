@@ -35,11 +35,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ConfigDict, ValidationError
 
 from swechain_ci.chain import trees
 from swechain_ci.chain.definition import Chain, GitSource, LocalSource, PypiSource
 from swechain_ci.errors import SwechainError
+from swechain_ci.models import Strict
 from swechain_ci.records import write_bytes
 from swechain_ci.settings import state_home
 
@@ -67,14 +68,14 @@ class VersionTrees:
     digest: str
 
 
-class ReleaseInfo(BaseModel):
+class ReleaseInfo(Strict):
     """The sdist of one release, as the package index lists it.
 
     ``upload_time`` is the release date (PEP 700); ``None`` when the index does not
     report it.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True)
     index: str
     project: str
     version: str

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 from tabulate import tabulate
 
 from swechain_ci.errors import SwechainError
@@ -41,10 +41,10 @@ from swechain_ci.records import read_model, write_bytes, write_model, write_text
 from swechain_ci.specs.store import INTERFACE, split_level
 
 
-class PublishedFigure(BaseModel):
+class PublishedFigure(Strict):
     """A figure the SWE-Chain paper reports (arXiv 2605.14415), shown beside ours, never a score."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True)
     label: str
     phase: Literal["Build", "Build+Fix"]
     resolving: float

@@ -18,17 +18,15 @@ import fnmatch
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from swechain_ci.errors import SwechainError
+from swechain_ci.models import Strict
 
 DATASET = "For-Anonymous-Submission-90/SWE-Chain"  # the reference's load_dataset.py, HF_REPO_ID
 FILES = "data/*.parquet"
 DEFAULT_FILE = "data/specs_chain.parquet"
 
 
-class Fetched(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Fetched(Strict):
     repo_id: str
     revision: str
     commit: str | None  # None: the Hub was not reached (the cached copy of the revision)
@@ -103,8 +101,7 @@ def fetch_dataset(repo_id: str = DATASET, revision: str = "main") -> Fetched:
     )
 
 
-class ChainImport(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ChainImport(Strict):
     chain: str
     paper_id: str
     file: str

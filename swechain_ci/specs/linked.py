@@ -19,10 +19,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from swechain_ci.chain.definition import Chain
 from swechain_ci.errors import SwechainError
+from swechain_ci.models import StrictTyped
 from swechain_ci.records import read_model, write_model
 from swechain_ci.specs.changelog import Reference
 from swechain_ci.specs.store import spec_dir
@@ -32,8 +31,7 @@ _LINK = re.compile(r"https?://github\.com/([\w.-]+/[\w.-]+)/(issues|pull)/(\d+)"
 _HEADING = re.compile(r"^###\s+GitHub\s+(Issue|Pull Request)\s+#(\d+)\s?(.*)$")
 
 
-class LinkedText(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+class LinkedText(StrictTyped):
     schema_version: Literal[1] = 1
     repository: str  # owner/name
     number: int

@@ -46,7 +46,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ConfigDict, ValidationError
 
 from swechain_ci.chain.definition import Chain
 from swechain_ci.errors import SwechainError
@@ -118,10 +118,10 @@ class ImportReport(Strict):
         return [r for r in self.rows if r.status != "written"]
 
 
-class Row(BaseModel):
+class Row(Strict):
     """One step's published specification, whatever the layout it came in."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True)
     line: int
     where: str  # "file row 3 (2.0.1 -> 2.1.0)": how an error names it
     source: str  # provenance recorded in L<n>.json
