@@ -28,7 +28,7 @@ from typing import Final, Literal
 from pydantic import Field
 
 from swechain_ci.chain import sources, trees
-from swechain_ci.chain.definition import Chain
+from swechain_ci.chain.definition import Chain, parse_chain_file
 from swechain_ci.containers.images import family_dir
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.outcomes import scored_universe
@@ -179,7 +179,8 @@ def from_oracle(chain: Chain, oracle: ChainOracle) -> OracleDataset:
         chain=chain.id,
         package=chain.config.package,
         paper_id=chain.config.paper_id,
-        versions=[v.version for v in chain.config.versions],
+        # the whole chain's versions, also when ``chain`` is narrowed to a step range
+        versions=[v.version for v in parse_chain_file(sources.chain_file(chain)).versions],
         steps=steps,
     )
 

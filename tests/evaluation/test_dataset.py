@@ -154,6 +154,7 @@ def test_publish_then_verify_on_a_real_chain_folder(tmp_path, monkeypatch):
     )
     path, changed = dataset.publish(chain, oracle)
     assert path == tmp_path / "toy" / "oracle.json" and len(changed) == 1
+    assert dataset.require(chain).versions == load_chain(str(tmp_path / "toy")).versions  # the whole chain's
     assert dataset.verify(chain, oracle) == []
     assert dataset.publish(chain, oracle)[1] == []  # the same build changes nothing
     broken = oracle.model_copy(update={"steps": [oracle_step(1, *chain.versions, upgrade_related=[])]})
