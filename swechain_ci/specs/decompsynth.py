@@ -14,18 +14,29 @@ The definition is SEMANTICS.md, "Specifications (DecompSynth), granularity L1–
    back; at most 5 requests per batch, then the step fails with an error naming the batch
    and what is still wrong. Valid entries of earlier rounds are kept, and sending a hunk
    again replaces its entry. Code and test batches are divided alike; results are merged.
-3. **Conquer**: one specification per task that Divide matched any hunk to, from its release
-   note and only its matched code hunks; its matched test hunks are shown "for reference
-   only". A task with no matched hunk is not specified (the record lists it). The answer must
+3. **Conquer**: one specification per release-note task, as the reference does, from its release
+   note, the text of its linked issues and pull requests (``linked.py``'s cache, also shown to
+   Divide) and only its matched code hunks; its matched test hunks are shown "for reference
+   only". A task with no matched code hunk is specified too, and listed under "Additional
+   Changes" (problem statement only; the record lists it). The field rules are the reference's
+   (grounded: public API, exception types, triggers, no snippets, paths or exact messages;
+   conceptual: plain language, public API and raised types allowed, no paths or internal
+   identifiers). The answer must
    validate strictly as ``levels.TaskSpec`` (``extra="forbid"``, strict types, the task's
    own id, at least one behaviour and one acceptance criterion; an unknown ``type`` becomes
    ``OTHER``, as the reference coerces it); up to 3 attempts, each error fed back.
-4. **Complete**: one request with the code hunks assigned to ``others`` (and to no task), the
-   test hunks assigned to ``others`` as supporting evidence, and the tasks already specified.
+4. **Complete**: one request with every code hunk assigned to ``others`` (with a task too, as the
+   reference takes them), the test hunks assigned to ``others`` as supporting evidence, and the
+   specifications already synthesized, as JSON (the reference's ``synthesized_tasks.json``).
    It may add tasks (ids ``new_task_1``, ...) only for observable behaviour changes grounded in
    the code hunks (the prompt rules out version bumps, formatting, import order and internal
-   refactors); "none" is a valid answer. Each extra task must cite its code hunks; up to 3
-   attempts. Without ``others`` code hunks there is no request.
+   refactors); "none" is a valid answer. Each extra task must cite its code hunks (ours: the
+   reference does not ask; it changes nothing the agent reads); up to 3 attempts. Without
+   ``others`` code hunks there is no request. Its tasks are listed under "Additional Changes",
+   problem statement only, as the reference lists them.
+
+The code diff leaves out files under the reference's skipped folders (``docs/``, ``__pycache__``,
+... : ``hunks.SKIP_DIRS``); the files it adds or renames are every level's "File Changes".
 
 **Answer format.** Every request offers exactly one tool and forces it
 (``tool_choice={"type": "tool", ...}``): ``assign_hunks`` (Divide),
@@ -81,6 +92,7 @@ from swechain_ci.specs.hunks import (
     MAX_LINES,
     Hunk,
     batch_files,
+    file_changes,
     parse_hunks,
 )
 from swechain_ci.specs.levels import (
@@ -95,6 +107,7 @@ from swechain_ci.specs.levels import (
     level_files,
     write_level,
 )
+from swechain_ci.specs.linked import LinkedText, cached, linkable
 from swechain_ci.specs.llm import (
     DEFAULT_MODEL,
     LLM,
@@ -109,7 +122,7 @@ DIVIDE_ATTEMPTS = 5  # requests per batch: the answer and four corrections, as t
 CONQUER_ATTEMPTS = 3
 COMPLETE_ATTEMPTS = 3
 MAX_TOKENS = {"divide": 8192, "conquer": 4096, "complete": 8192}
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # 3: every task conquered, linked text, the reference's field rules, Complete's inputs
 RECORD_FILE = "decompsynth.json"
 SPECIAL_TARGETS = ("doc", "others")
 
@@ -187,14 +200,20 @@ FIELD_GUIDE = """\
 - synthesized_requirement:
   - problem_statement: the problem a developer upgrading the code from {prev} must solve, as a goal \
 ("Ensure that ..."), without prescribing the implementation.
-  - expectation.conceptual: the expected outcome as observable behaviour, without naming code.
-  - expectation.grounded: the same outcome grounded in the code: the modules, functions, classes, \
-parameters, exceptions and values involved, as the code diff shows them.
-  - constraints.conceptual and constraints.grounded: what must keep working or must not be done, \
-in behavioural terms and in terms of the code.
-  - behavior: the observable behaviours after the change, one per item (at least one).
-  - acceptance_criteria: checkable statements of the form "When ..., ... should ...", one per item \
-(at least one).
+  - expectation.grounded: the outcome in precise terms, from the release note and the code diff: it may \
+name public API (modules, functions, classes, parameters), exception and warning types, and what triggers \
+an edge case, and the observable signals (what is returned, raised, warned or changed); no code snippets, \
+patches, file paths, exact messages or implementation steps.
+  - expectation.conceptual: the same outcome at a high level, in plain language, as a user-facing contract: \
+it may name public API and the types returned, raised or warned; no file paths, internal identifiers, \
+details only the diff shows, or implementation strategies.
+  - constraints.grounded: what must keep working, or must not happen, in the precise terms of \
+expectation.grounded, never as "use X" or "put it in Y"; constraints.conceptual: the same boundaries in \
+the terms of expectation.conceptual.
+  - behavior: the precise behaviour changes and their observable signals, from the code diff (not the \
+tests), one per item (at least one).
+  - acceptance_criteria: observable checks of production behaviour ("Given/When/Then" or "When ..., it \
+should ..."), not test assertions, one per item (at least one).
 - significance and confidence: low, medium or high; difficulty: easy, medium or hard."""
 
 DIVIDE_PROMPT = """\
@@ -235,15 +254,15 @@ Call write_specification with the specification of this task:
 {fields}"""
 
 COMPLETE_PROMPT = """\
-These code hunks of {package} {prev} -> {next} were matched to no task of the release notes:
+These code hunks of {package} {prev} -> {next} were assigned to "others": to no task of the release notes:
 
 {hunks}
 
-Test hunks matched to no task, as supporting evidence only (no task may rest on tests alone):
+Test hunks assigned to "others", as supporting evidence only (no task may rest on tests alone):
 
 {tests}
 
-Tasks already specified (do not repeat them):
+Tasks already specified, as JSON keyed by task id (do not repeat them):
 {known}
 
 Decide whether any of the code hunks makes an observable behaviour change that a user of the package \
@@ -279,16 +298,29 @@ def _hunk_block(hunk: Hunk, tag: str = "hunk") -> str:
     return f'<{tag}{ident} file="{_attr(hunk.file)}"{status}>\n{hunk.text}</{tag}>'
 
 
-def _note_block(task: ReleaseTask) -> str:
+def _linked_blocks(texts: list[LinkedText]) -> str:
+    """The linked issues' and pull requests' text, as the reference gives Divide and Conquer
+    (its changelog_tasks.json, ``github[]``)."""
+    return "".join(
+        f'\n<linked kind="{t.kind}" number="{t.number}" title="{_attr(t.title)}">\n{t.body.strip()}\n</linked>'
+        for t in texts
+    )
+
+
+def _note_block(task: ReleaseTask, texts: list[LinkedText]) -> str:
     category = f' category="{_attr(task.category)}"' if task.category else ""
-    return f'<task id="{spec_id(task)}"{category}>\n{task.text.strip()}\n</task>'
+    return f'<task id="{spec_id(task)}"{category}>\n{task.text.strip()}{_linked_blocks(texts)}\n</task>'
 
 
-def _references(task: ReleaseTask) -> str:
+def _references(task: ReleaseTask, texts: list[LinkedText]) -> str:
     if not task.references:
         return ""
-    shown = "; ".join(r.url or r.label for r in task.references)
-    return f"Linked from this note (their text is not available): {shown}\n"
+    known = {(t.repository, t.number) for t in texts}
+    rest = [r.url or r.label for r in task.references if linkable(r) not in known]
+    shown = f"Linked from this note, text not available: {'; '.join(rest)}\n" if rest else ""
+    if texts:
+        shown = "The issues and pull requests this note links to:" + _linked_blocks(texts) + "\n" + shown
+    return shown
 
 
 # --------------------------------------------------------------------------- usage, records
@@ -340,7 +372,8 @@ class DecompSynthRecord(Record):
     test_hunks: list[HunkRecord]
     batches: list[list[str]]  # code hunk ids per Divide batch
     test_batches: list[list[str]]  # test hunk ids per Divide batch
-    unmatched_tasks: list[str]  # release-note tasks Divide matched no hunk to: not specified
+    unmatched_tasks: list[str]  # release-note tasks Divide matched no code hunk to: under Additional Changes
+    file_changes: list[str] = Field(default_factory=list)  # of the code diff, for every level
     usage: StageUsage  # every request behind this output, cached or made now
     this_run: StageUsage  # the requests this run made (all zero when everything was cached)
     cache_files: list[str]  # under state_home()/decompsynth/<chain>/<prev>-<next>/
@@ -468,12 +501,19 @@ class Step:
 
     # -- Divide ------------------------------------------------------------------------------------
 
+    def linked(self, task: ReleaseTask) -> list[LinkedText]:
+        """The cached text of the task's linked issues and pull requests (``linked.py``)."""
+        texts = [cached(self.chain, r) for r in task.references]
+        return list({(t.repository, t.number): t for t in texts if t is not None}.values())
+
     def divide(
         self, tasks: list[ReleaseTask], hunks: list[Hunk], batches: list[list[Hunk]], what: Literal["code", "test"]
     ) -> dict[str, list[str]]:
         task_ids = [spec_id(t) for t in tasks]
         allowed = [*task_ids, *SPECIAL_TARGETS]
-        notes = "\n\n".join(_note_block(t) for t in tasks) or f"(The release notes of {self.next_} list no task.)"
+        notes = "\n\n".join(_note_block(t, self.linked(t)) for t in tasks) or (
+            f"(The release notes of {self.next_} list no task.)"
+        )
 
         def one(numbered: tuple[int, list[Hunk]]) -> dict[str, list[str]]:
             number, batch = numbered
@@ -525,8 +565,8 @@ class Step:
             "\n\n".join(_hunk_block(h, "test_hunk") for h in tests) or "(No test hunk was matched to this task.)"
         )
         hunk_text = "\n\n".join(_hunk_block(h) for h in code) or (
-            "(No code hunk was matched to this task, only test hunks: it may have no runtime effect, or be "
-            "implemented outside the Python code.)"
+            "(No code hunk was matched to this task: it may have no runtime effect, or be implemented outside "
+            "the Python code. Specify it from its release note all the same.)"
         )
         ident = spec_id(task)
         prompt = CONQUER_PROMPT.format(
@@ -535,7 +575,7 @@ class Step:
             next=self.next_,
             category=f" (category: {task.category})" if task.category else "",
             text=task.text.strip(),
-            references=_references(task),
+            references=_references(task, self.linked(task)),
             hunks=hunk_text,
             tests=test_text,
             fields=self.fields(),
@@ -557,10 +597,8 @@ class Step:
         if not others:
             return []
         ids = [h.id for h in others]
-        known_text = (
-            "\n".join(f"- {t.task_id}: {t.title}. {t.synthesized_requirement.problem_statement}" for t in known)
-            or "(none)"
-        )
+        # The synthesized specifications themselves, as the reference's synthesized_tasks.json.
+        known_text = json.dumps({t.task_id: t.model_dump(mode="json") for t in known}, indent=2, ensure_ascii=False)
         prompt = COMPLETE_PROMPT.format(
             package=self.chain.config.package,
             prev=self.prev,
@@ -703,14 +741,18 @@ class StepInputs:
     tests: list[Hunk]
     batches: list[list[Hunk]]
     test_batches: list[list[Hunk]]
+    file_changes: list[str]  # "- Add file `p`", "- Rename from `a` to `b`" (the reference's File Changes)
 
 
 def step_inputs(chain: Chain, prev: str, next_: str, limits: BatchLimits) -> StepInputs:
     notes = chain_release_notes(chain, next_)
-    code, bare = parse_hunks(read_diff(chain, prev, next_, "code"), "H")
+    patch = read_diff(chain, prev, next_, "code")
+    code, bare = parse_hunks(patch, "H", skip_dirs=True)  # docs/ and the like: no code, as the reference
     tests, _ = parse_hunks(read_diff(chain, prev, next_, "tests"), "TH")
     size = (limits.max_files, limits.max_hunks, limits.max_lines)
-    return StepInputs(notes, code, bare, tests, batch_files(code, *size), batch_files(tests, *size))
+    return StepInputs(
+        notes, code, bare, tests, batch_files(code, *size), batch_files(tests, *size), file_changes(patch)
+    )
 
 
 def hunk_record(hunk: Hunk, targets: list[str]) -> HunkRecord:
@@ -736,6 +778,7 @@ def input_hash(step: Step, inputs: StepInputs) -> str:
         "limits": step.limits.model_dump(),
         "max_tokens": MAX_TOKENS,
         "tasks": [t.model_dump(mode="json") for t in inputs.notes.tasks],
+        "file_changes": inputs.file_changes,
         "code": [h.model_dump() for h in inputs.code],
         "tests": [h.model_dump() for h in inputs.tests],
     }
@@ -754,18 +797,18 @@ def synthesize_step(
     test_targets = step.divide(tasks, inputs.tests, inputs.test_batches, "test") if inputs.tests else {}
     code_of = {t.id: [h for h in inputs.code if spec_id(t) in code_targets[h.id]] for t in tasks}
     tests_of = {t.id: [h for h in inputs.tests if spec_id(t) in test_targets[h.id]] for t in tasks}
-    matched = [t for t in tasks if code_of[t.id] or tests_of[t.id]]
-    task_ids = {spec_id(t) for t in tasks}
 
     def others(hunks: list[Hunk], targets: dict[str, list[str]]) -> list[Hunk]:
-        return [h for h in hunks if "others" in targets[h.id] and not task_ids & set(targets[h.id])]
+        return [h for h in hunks if "others" in targets[h.id]]  # every one, as the reference
 
-    specs = step.map(lambda t: step.conquer(t, code_of[t.id], tests_of[t.id]), matched)
+    # Every task is specified, as the reference does; one without code hunks is listed under
+    # Additional Changes (levels.arrange).
+    specs = step.map(lambda t: step.conquer(t, code_of[t.id], tests_of[t.id]), tasks)
     extra = step.complete(others(inputs.code, code_targets), others(inputs.tests, test_targets), specs)
 
     spec_tasks = [
         SpecTask(spec=spec, origin="release_notes", release_task=task, code_hunks=[h.id for h in code_of[task.id]])
-        for task, spec in zip(matched, specs, strict=True)
+        for task, spec in zip(tasks, specs, strict=True)
     ]
     for number, found in enumerate(extra, start=1):
         fields = found.model_dump(mode="json", exclude={"hunks"})
@@ -794,7 +837,8 @@ def synthesize_step(
         test_hunks=[hunk_record(h, test_targets[h.id]) for h in inputs.tests],
         batches=[[h.id for h in b] for b in inputs.batches],
         test_batches=[[h.id for h in b] for b in inputs.test_batches],
-        unmatched_tasks=[spec_id(t) for t in tasks if t not in matched],
+        unmatched_tasks=[spec_id(t) for t in tasks if not code_of[t.id]],
+        file_changes=inputs.file_changes,
         usage=usage,
         this_run=this_run,
         cache_files=sorted({name for _, name, *_ in step.used}),
@@ -843,7 +887,7 @@ def write_step(
     source = f"DecompSynth ({record.model}) from the release notes and the code diff"
     written = []
     for level in levels:
-        spec = build_level(record.task_set, level, generated_by=SYNTH, source=source)
+        spec = build_level(record.task_set, level, generated_by=SYNTH, source=source, file_changes=record.file_changes)
         written.append(write_level(chain, spec)[0])
         if interface:
             written.append(write_level(chain, with_interface(chain, spec))[0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import PurePosixPath
 from typing import Literal
 
 from pydantic import ConfigDict
@@ -16,6 +17,13 @@ from swechain_ci.models import Strict
 MAX_FILES = 20
 MAX_HUNKS = 150
 MAX_LINES = 3000
+# Folders the reference's diff extraction leaves out wherever they sit (its config.SKIP_DIRS):
+# a docs/conf.py change is no code of the release.
+SKIP_DIRS = frozenset({"docs", "__pycache__", ".git", "htmlcov", ".eggs", ".pytest_cache"})
+
+
+def skipped(path: str) -> bool:
+    return any(part in SKIP_DIRS for part in PurePosixPath(path).parts)
 
 
 class Hunk(Strict):
@@ -32,9 +40,10 @@ class Hunk(Strict):
     removed: int
 
 
-def parse_hunks(patch: str, prefix: str = "H") -> tuple[list[Hunk], list[str]]:
+def parse_hunks(patch: str, prefix: str = "H", skip_dirs: bool = False) -> tuple[list[Hunk], list[str]]:
     """The hunks of a git-style patch, numbered in order, and the changed files without a hunk
-    (empty files, pure renames, binaries), which no one can assign."""
+    (empty files, pure renames, binaries), which no one can assign. ``skip_dirs``: files under
+    :data:`SKIP_DIRS` are left out (before numbering)."""
     if not patch.strip():
         return [], []
     try:
@@ -45,6 +54,8 @@ def parse_hunks(patch: str, prefix: str = "H") -> tuple[list[Hunk], list[str]]:
     bare: list[str] = []
     for patched in parsed:
         path = unquote_git_path(patched.path)
+        if skip_dirs and skipped(path):
+            continue
         status = (
             "added"
             if patched.is_added_file
@@ -74,6 +85,29 @@ def parse_hunks(patch: str, prefix: str = "H") -> tuple[list[Hunk], list[str]]:
                 )
             )
     return hunks, bare
+
+
+def file_changes(patch: str) -> list[str]:
+    """The files a code diff renames or adds, as the reference lists them under "File Changes"
+    (its SpecsExtractor.extract_file_changes), in diff order; skipped folders left out."""
+    if not patch.strip():
+        return []
+    try:
+        parsed = PatchSet(patch)
+    except UnidiffParseError as exc:
+        raise SwechainError(f"cannot parse a step diff: {exc}") from None
+    changes = []
+    for patched in parsed:
+        path = unquote_git_path(patched.path)
+        if skipped(path):
+            continue
+        if patched.is_rename:
+            old = unquote_git_path(patched.source_file).removeprefix("a/")
+            new = unquote_git_path(patched.target_file).removeprefix("b/")
+            changes.append(f"- Rename from `{old}` to `{new}`")
+        elif patched.is_added_file:
+            changes.append(f"- Add file `{path}`")
+    return changes
 
 
 def batch_files(

@@ -305,7 +305,9 @@ def test_hunks_are_assigned_and_each_task_is_specified_from_its_own_hunks(projec
     prompt = first_user_text(complete)
     assert re.findall(r'<hunk id="(H\d+)"', prompt) == ["H1"]
     assert re.findall(r'<test_hunk file="([^"]+)"', prompt) == ["tests/conftest.py", "tests/test_package.py"]
-    assert "- task_2: Fix truncate length. Ensure that fix truncate length." in prompt
+    # The specifications already synthesized, whole, as the reference's synthesized_tasks.json.
+    known = json.loads(prompt.split("keyed by task id (do not repeat them):\n", 1)[1].split("\n\nDecide", 1)[0])
+    assert known == SPECS
     assert "version bumps, formatting, import order" in prompt
     assert len(server.requests) == 5
 
@@ -566,7 +568,8 @@ def test_the_cli_synthesizes_and_lists_the_levels(project):
     assert isinstance(bad.exception, SwechainError) and "unsupported level 'L1'" in str(bad.exception)
 
 
-def test_a_task_without_matched_hunks_is_not_conquered(project):
+def test_a_task_without_any_matched_hunk_is_specified_and_listed_as_additional(project):
+    # The reference specifies every release-note task; one without code is under Additional Changes.
     def divide(body, turn):  # nothing of the code for task_2 ...
         return {"assignments": [GOOD_ASSIGNMENT[0], GOOD_ASSIGNMENT[1], {"hunk": "H3", "targets": ["task_1"]}]}
 
@@ -579,10 +582,16 @@ def test_a_task_without_matched_hunks_is_not_conquered(project):
 
     with ScriptedServer(scripted(divide=divide, divide_tests=divide_tests)) as server:
         [(record, _)] = synth(server)
-    assert requests_of(server, "write_specification", "task_2") == []
-    assert [t.spec.task_id for t in record.task_set.tasks] == ["task_1"] and record.unmatched_tasks == ["task_2"]
-    [complete] = requests_of(server, "add_tasks")  # its test hunk is now unmatched: Complete sees it
+    [t2] = requests_of(server, "write_specification", "task_2")
+    assert "No code hunk was matched to this task" in first_user_text(t2)
+    assert "No test hunk was matched to this task" in first_user_text(t2)
+    assert [t.spec.task_id for t in record.task_set.tasks] == ["task_1", "task_2"] and record.unmatched_tasks == [
+        "task_2"
+    ]
+    [complete] = requests_of(server, "add_tasks")  # its test hunk is now in others: Complete sees it
     assert "tests/test_truncate.py" in first_user_text(complete)
+    l3 = (step_files(project) / "L3.md").read_text()
+    assert l3.endswith("## Additional Changes\n- Ensure that fix truncate length.") and "Task 2" not in l3
 
 
 def test_a_task_matched_only_by_tests_is_conquered_and_listed_as_additional(project):
@@ -592,10 +601,99 @@ def test_a_task_matched_only_by_tests_is_conquered_and_listed_as_additional(proj
     with ScriptedServer(scripted(divide=divide)) as server:
         [(record, _)] = synth(server)
     [t2] = requests_of(server, "write_specification", "task_2")
-    assert "No code hunk was matched to this task, only test hunks" in first_user_text(t2)
+    assert "No code hunk was matched to this task" in first_user_text(t2)
+    assert "tests/test_truncate.py" in first_user_text(t2)
     assert record.task_set.tasks[1].code_hunks == []
     l3 = (step_files(project) / "L3.md").read_text()
     assert l3.endswith("## Additional Changes\n- Ensure that fix truncate length.") and "Task 2" not in l3
+
+
+def test_complete_sees_every_others_hunk_even_one_also_given_to_a_task(project):
+    def divide(body, turn):  # H1 serves task_1 and is also filed under others
+        return {"assignments": [{"hunk": "H1", "targets": ["task_1", "others"]}, *GOOD_ASSIGNMENT[1:]]}
+
+    with ScriptedServer(scripted(divide=divide)) as server:
+        synth(server)
+    [complete] = requests_of(server, "add_tasks")
+    assert re.findall(r'<hunk id="(H\d+)"', first_user_text(complete)) == ["H1"]
+
+
+def test_the_field_rules_are_the_references(project):
+    from swechain_ci.specs.decompsynth import FIELD_GUIDE
+
+    grounded, conceptual = FIELD_GUIDE.split("expectation.grounded:")[1].split("expectation.conceptual:")
+    # Grounded text may name public API and exception types, but no snippets, paths or exact messages.
+    assert "public API" in grounded and "exception" in grounded
+    assert all(word in grounded for word in ("no code snippets", "file paths", "exact messages"))
+    # Conceptual text may name public API and the types raised, but no paths or internal identifiers.
+    conceptual = conceptual.split("constraints.grounded")[0]
+    assert "may name public API" in conceptual and "raised" in conceptual
+    assert "no file paths, internal identifiers" in conceptual
+    assert "not the tests" in FIELD_GUIDE and "not test assertions" in FIELD_GUIDE
+
+
+def test_linked_issue_text_is_given_to_divide_and_conquer(project):
+    from swechain_ci.specs.changelog import chain_release_notes
+    from swechain_ci.specs.linked import LinkedText, store
+
+    chain = step_one()
+    notes = chain_release_notes(chain, "0.2.0")
+    changelog = project / "chains" / "toy" / "versions" / "0.2.0" / "CHANGELOG.md"
+    first = notes.tasks[0].text.splitlines()[0]
+    changelog.write_text(
+        changelog.read_text().replace(first, first + " ([#7](https://github.com/toy/toyslug/issues/7))", 1)
+    )
+    store(
+        chain,
+        LinkedText(
+            repository="toy/toyslug",
+            number=7,
+            kind="issue",
+            title="Slugs collide",
+            body="Two titles give one slug.",
+            url="https://github.com/toy/toyslug/issues/7",
+            source="test",
+        ),
+    )
+    with ScriptedServer(scripted()) as server:
+        synth(server)
+    [divide] = requests_of(server, "assign_hunks")
+    linked = '<linked kind="issue" number="7" title="Slugs collide">\nTwo titles give one slug.\n</linked>'
+    assert linked in first_user_text(divide)
+    [t1] = requests_of(server, "write_specification", "task_1")
+    assert linked in first_user_text(t1) and "text not available" not in first_user_text(t1)
+
+
+def test_docs_hunks_are_no_code_and_file_changes_close_every_level(project, monkeypatch):
+    from swechain_ci.specs import decompsynth
+
+    real = decompsynth.read_diff
+    extra = (
+        "diff --git a/docs/conf.py b/docs/conf.py\n--- a/docs/conf.py\n+++ b/docs/conf.py\n"
+        "@@ -1 +1 @@\n-version = '0.1'\n+version = '0.2'\n"
+        "diff --git a/src/toyslug/extra.py b/src/toyslug/extra.py\nnew file mode 100644\n"
+        "--- /dev/null\n+++ b/src/toyslug/extra.py\n@@ -0,0 +1 @@\n+X = 1\n"
+    )
+
+    def read_diff(chain, prev, next_, kind):
+        patch = real(chain, prev, next_, kind)
+        return patch + extra if kind == "code" else patch
+
+    def divide(body, turn):  # the new file's hunk is H4; docs/conf.py is never shown
+        return {"assignments": [*GOOD_ASSIGNMENT, {"hunk": "H4", "targets": ["others"]}]}
+
+    monkeypatch.setattr(decompsynth, "read_diff", read_diff)
+    with ScriptedServer(scripted(divide=divide)) as server:
+        [(record, _)] = synth(server)
+    assert not any(h.file.startswith("docs/") for h in record.code_hunks)
+    assert "docs/conf.py" not in first_user_text(requests_of(server, "assign_hunks")[0])
+    assert record.file_changes == ["- Add file `src/toyslug/extra.py`"]
+    for level in LEVELS:
+        assert (
+            (step_files(project) / f"{level}.md")
+            .read_text()
+            .endswith("## File Changes\n- Add file `src/toyslug/extra.py`")
+        )
 
 
 def test_an_unknown_type_becomes_other(project):
