@@ -370,11 +370,11 @@ def run(
     if output is None:
         name = "-".join(part for part in (chain, agent, steps) if part)
         output = Path("runs") / re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
-        typer.echo(f"results in {output}", err=True)
     if phase is None:
         if step is not None:
             raise SwechainError("--step goes with --phase; drop --step to run the whole chain")
         typer.echo(render(run_chain(chain, agent, output, spec_level, steps, branch, max_steps)))
+        typer.echo(f"Results in {output}")
         return
     if phase not in PHASES:
         raise SwechainError(f"--phase {phase} is not a phase: use one of {', '.join(PHASES)}")

@@ -71,3 +71,7 @@ def test_the_cli_error_for_a_real_agent_is_one_line_with_exit_2(project, tmp_pat
     assert len(lines) == 1 and lines[0].startswith("error: chain pyjwt has no level-L3 specification")
     assert "--spec-level L1" in lines[0] and "specs fetch" in lines[0]
     assert not (tmp_path / "out").exists(), "nothing is started"
+    # Without --output the folder is runs/<chain>-<agent>[-<steps>]; the error stays one line.
+    default = run_cli("run", "--chain", "pyjwt", "--agent", "free", "--steps", "1-2", env=env, cwd=tmp_path)
+    assert default.returncode == 2 and len([x for x in default.stderr.splitlines() if x.strip()]) == 1
+    assert not (tmp_path / "runs").exists()
