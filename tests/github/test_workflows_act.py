@@ -819,3 +819,99 @@ def test_an_agent_tree_with_its_own_records_folder_and_workflows_runs_to_the_end
     # the agent's whole tree is still in the records
     card = json.loads(git("--git-dir", str(origin), "show", f"{branch}:.swechain/scorecard.json"))
     assert card["steps_scored"] == 1
+
+
+def runner_hook_shim(tmp_path: Path) -> Path:
+    """The installed job-started hook, run before every step under act (act has no runner hooks):
+    bash sources BASH_ENV before each `run:`, and a refusal ends the step, as the runner's hook
+    ends the job. The hook itself is the one scripts/install-runner-hook installs."""
+    runner = tmp_path / "actions-runner"
+    runner.mkdir()
+    done = subprocess.run(
+        [str(REPO / "scripts" / "install-runner-hook"), "--runner-dir", str(runner), "--repository", "acme/bench"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    shim = tmp_path / "hook-shim.sh"
+    # once per step (not in the bash processes the step starts), its lines on stderr
+    shim.write_text(
+        'if [ -z "${SWECHAIN_HOOK_RAN:-}" ]; then export SWECHAIN_HOOK_RAN=1\n'
+        f'  env -u BASH_ENV bash -e "{runner}/swechain-hook/job-started.sh" >&2 || exit 97\nfi\n'
+    )
+    return shim
+
+
+def hooked(shim: Path, workflow_ref: str) -> list[str]:
+    """act options: the shim, the runner's .env, and GITHUB_WORKFLOW_REF as GitHub sets it (act does not)."""
+    return [
+        "--env",
+        f"BASH_ENV={shim}",
+        "--env",
+        "SWECHAIN_RUNNER_REPOSITORY=acme/bench",
+        "--env",
+        "SWECHAIN_RUNNER_DEFAULT_BRANCH=main",
+        "--env",
+        f"GITHUB_WORKFLOW_REF={workflow_ref}",
+    ]
+
+
+def test_a_forks_workflow_edited_to_run_self_hosted_is_refused_by_the_runner(act_repo, tmp_path):
+    """The fork changes ci.yml to `runs-on: self-hosted` (a pull_request run uses the PR's own
+    workflow files): the runner's hook refuses the job before its step runs."""
+    import yaml
+
+    work, _origin, shared = act_repo
+    ci = work / ".github" / "workflows" / "ci.yml"
+    workflow = yaml.safe_load(ci.read_text())
+    workflow["on"] = workflow.pop(True)
+    workflow["jobs"]["test"]["runs-on"] = "self-hosted"
+    workflow["jobs"]["test"]["steps"] = [{"run": f"echo owned > {tmp_path / 'owned'}"}]
+    ci.write_text(yaml.safe_dump(workflow, sort_keys=False))
+    payload = json.loads((REPO / "tests/fixtures/runner_events/pull_request_fork.json").read_text())["event"]
+    shim = runner_hook_shim(tmp_path)
+    with FakeGitHub() as github:
+        result = act(
+            work,
+            shared,
+            "pull_request",
+            "ci.yml",
+            payload,
+            github.url,
+            *hooked(shim, "acme/bench/.github/workflows/ci.yml@refs/pull/7/merge"),
+        )
+    assert result.returncode != 0
+    assert not (tmp_path / "owned").exists(), "the fork's step never ran"
+    assert "job refused: a pull_request job of pull request #7 from mallory/bench" in result.stdout
+
+
+@pytest.mark.docker
+def test_the_runner_hook_lets_a_dispatch_from_main_run_and_refuses_one_from_another_branch(
+    toy_oracle, act_repo, tmp_path
+):
+    work, _origin, shared = act_repo
+    shim = runner_hook_shim(tmp_path)
+    event = {"inputs": {"chain": "toy", "steps": "1-1", "force": "false"}, "ref": "refs/heads/main"}
+    event["repository"] = {"full_name": "acme/bench", "default_branch": "main"}
+    with FakeGitHub() as github:
+        other = act(
+            work,
+            shared,
+            "workflow_dispatch",
+            "chain-build.yml",
+            {**event, "ref": "refs/heads/maint/try"},
+            github.url,
+            *hooked(shim, "acme/bench/.github/workflows/chain-build.yml@refs/heads/maint/try"),
+        )
+        main = act(
+            work,
+            shared,
+            "workflow_dispatch",
+            "chain-build.yml",
+            event,
+            github.url,
+            *hooked(shim, "acme/bench/.github/workflows/chain-build.yml@refs/heads/main"),
+        )
+    assert other.returncode != 0 and "not on the default branch" in other.stdout
+    assert main.returncode == 0, main.stdout[-4000:]
+    assert "job accepted: chain-build.yml (workflow_dispatch) from refs/heads/main" in main.stdout
