@@ -66,3 +66,11 @@ def assert_inert(markdown: str) -> None:
     outside = re.sub(r"<code[^>]*>.*?</code>|<pre[^>]*>.*?</pre>", "", html, flags=re.S)
     assert "Owned" not in outside and "evil.example" not in outside and "@maintainers" not in outside
     assert "<img" not in html and "<b>" not in html and 'href="http://evil' not in html
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that runs the workflows under act takes minutes: it belongs with the slow tests, out of
+    the unit lane (scripts/test --unit), whatever else it is marked."""
+    for item in items:
+        if "act_repo" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
