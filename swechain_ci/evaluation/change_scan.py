@@ -423,8 +423,8 @@ class Unalias(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         name = dotted(node.func)
-        if name == "getattr" and len(node.args) in (2, 3) and constant_text(node.args[1]):
-            attribute = ast.Attribute(node.args[0], constant_text(node.args[1]), ast.Load())
+        if name == "getattr" and len(node.args) in (2, 3) and (attribute_name := constant_text(node.args[1])):
+            attribute = ast.Attribute(node.args[0], attribute_name, ast.Load())
             return ast.copy_location(attribute, node)
         return node
 
@@ -469,8 +469,8 @@ def matching(tree: ast.AST, rules: list[Rule], scope: Scope, depth: int) -> Iter
     while pending:
         node = pending.pop()
         line = getattr(node, "lineno", 0)
-        code = literal_code(node)
-        if code is not None and depth < MAX_LITERAL_DEPTH:
+        code = literal_code(node)  # only ever a call's
+        if code is not None and isinstance(node, ast.Call) and depth < MAX_LITERAL_DEPTH:
             # The literal's own code is what runs: scanned in its place, under the caller's line.
             inner = parse(code)
             if inner is None:
@@ -481,9 +481,9 @@ def matching(tree: ast.AST, rules: list[Rule], scope: Scope, depth: int) -> Iter
             pending += [*node.args[1:], *(k.value for k in node.keywords)]
             continue
         candidates = [node, node.func] if isinstance(node, ast.Call) else [node]
-        rule = next((r for r in rules for c in candidates if r.matches(c, scope)), None)
-        if rule is not None:
-            yield rule, line, ast.unparse(node).strip()[:200], named(node)
+        matched = next((r for r in rules for c in candidates if r.matches(c, scope)), None)
+        if matched is not None:
+            yield matched, line, ast.unparse(node).strip()[:200], named(node)
             if isinstance(node, ast.Call):
                 pending += [*node.args, *(k.value for k in node.keywords)]
             continue

@@ -25,8 +25,8 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 from pygments import highlight
-from pygments.formatters import HtmlFormatter
-from pygments.lexers import DiffLexer
+from pygments.formatters.html import HtmlFormatter
+from pygments.lexers.diff import DiffLexer
 
 from swechain_ci.agents import BUILTIN_NAMES
 from swechain_ci.errors import SwechainError

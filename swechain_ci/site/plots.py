@@ -14,16 +14,18 @@ import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib
 from markupsafe import Markup
 from matplotlib import rc_context
 from matplotlib.figure import Figure  # a Figure of its own draws without pyplot's global state or a GUI backend
+from matplotlib.typing import RcKeyType
 
 PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC", "#EECA3B"]
 # Figures are drawn small so that, scaled to a phone's width, their text stays about 11 px.
 WIDTH_IN = 5.6
-STYLE = {"svg.fonttype": "none", "font.size": 12, "axes.titlesize": 12, "legend.fontsize": 11}
+STYLE: dict[RcKeyType, Any] = {"svg.fonttype": "none", "font.size": 12, "axes.titlesize": 12, "legend.fontsize": 11}
 MAX_LABEL = 40  # characters of a name from a run (an agent, a chain, a version)
 MAX_TITLE = 120
 

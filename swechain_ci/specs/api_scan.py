@@ -386,7 +386,7 @@ class Resolver:
                 bases=[ast.unparse(b) for b in definition.cls.bases],
                 defined_in=defined_in,
             )
-        kind = "function" if definition.kind == "function" else "variable"
+        kind: NameKind = "function" if definition.kind == "function" else "variable"
         return ApiName(module=module, name=name, kind=kind, parameters=definition.parameters, defined_in=defined_in)
 
     def base_class(self, module: str, base: ast.expr) -> tuple[str, ClassDef] | None:

@@ -301,7 +301,20 @@ _GHSA = re.compile(r"\bGHSA(?:-[0-9a-z]{4}){3}\b", re.IGNORECASE)
 _CVE = re.compile(r"\bCVE-\d{4}-\d{4,}\b", re.IGNORECASE)
 # Sphinx roles of sphinx-issues and similar extensions (Jinja2: ":issue:`1426`", ":pr:`1418`").
 _ROLE = re.compile(r":(issue|pr|pull|ghsa|cve):`#?([^`\s]+)`", re.IGNORECASE)
-_ROLE_KINDS = {"issue": "issue", "pr": "pull", "pull": "pull", "ghsa": "advisory", "cve": "cve"}
+_ROLE_KINDS: dict[str, ReferenceKind] = {
+    "issue": "issue",
+    "pr": "pull",
+    "pull": "pull",
+    "ghsa": "advisory",
+    "cve": "cve",
+}
+_GITHUB_PATHS: tuple[tuple[str, ReferenceKind], ...] = (
+    (r"^/pull/(\d+)", "pull"),
+    (r"^/issues/(\d+)", "issue"),
+    (r"^/commit/([0-9a-f]{7,40})", "commit"),
+    (r"^/security/advisories/(GHSA[-0-9a-z]+)", "advisory"),
+)
+_IDS: tuple[tuple[re.Pattern[str], ReferenceKind], ...] = ((_GHSA, "advisory"), (_CVE, "cve"))
 _GITHUB = re.compile(r"^https?://github\.com/([^/\s]+/[^/\s#?]+)(/.*)?$")
 
 
@@ -310,12 +323,7 @@ def classify_url(url: str, label: str) -> Reference:
     m = _GITHUB.match(url)
     repository = m.group(1) if m else None
     rest = (m.group(2) or "") if m else ""
-    for pattern, kind in (
-        (r"^/pull/(\d+)", "pull"),
-        (r"^/issues/(\d+)", "issue"),
-        (r"^/commit/([0-9a-f]{7,40})", "commit"),
-        (r"^/security/advisories/(GHSA[-0-9a-z]+)", "advisory"),
-    ):
+    for pattern, kind in _GITHUB_PATHS:
         found = re.match(pattern, rest, re.IGNORECASE)
         if m and found:
             return Reference(kind=kind, id=found.group(1), label=label or url, url=url, repository=repository)
@@ -385,9 +393,9 @@ def extract_references(text: str, link_defs: dict[str, str] | None = None, fmt: 
         if free(*m.span()):
             kind = _ROLE_KINDS[m.group(1).lower()]
             ident = m.group(2).upper() if kind in ("advisory", "cve") else m.group(2)
-            found.append((m.start(), Reference(kind=kind, id=ident, label=m.group(0))))  # type: ignore[arg-type]
+            found.append((m.start(), Reference(kind=kind, id=ident, label=m.group(0))))
             taken.append(m.span())
-    for pattern, kind in ((_GHSA, "advisory"), (_CVE, "cve")):
+    for pattern, kind in _IDS:
         for m in pattern.finditer(text):
             if free(*m.span()):
                 found.append((m.start(), Reference(kind=kind, id=m.group(0).upper(), label=m.group(0))))
@@ -479,7 +487,7 @@ def split_tasks(doc: Document, start: int, end: int, version: str) -> list[Relea
             items.append(current)
         blank_before = False
         i += 1
-    tasks = []
+    tasks: list[ReleaseTask] = []
     subheading: tuple[str | None, str] | None = None  # (the category it sits in, its text)
     for item in items:
         while item.lines and not item.lines[-1].strip():
@@ -519,12 +527,14 @@ def _plain(label: str) -> str:
 # --------------------------------------------------------------------------- sections
 
 
-def find_section(doc: Document, version: str) -> tuple[Heading | None, str | None, str | None]:
+def find_section(
+    doc: Document, version: str
+) -> tuple[Heading | None, Literal["heading", "compare_link"] | None, str | None]:
     """The heading of ``version``'s section, how it was matched, and a note."""
     wanted = _normalize(version)
     named = [h for h in doc.headings if (v := heading_version(h)) is not None and _normalize(v) == wanted]
     if named:
-        agreeing = [h for h in named if compare_target(h) is None or _normalize(compare_target(h)) == wanted]
+        agreeing = [h for h in named if (t := compare_target(h)) is None or _normalize(t) == wanted]
         return (agreeing or named)[0], "heading", None
     linked = [
         h

@@ -117,11 +117,11 @@ def import_covered(
 ) -> tuple[list[ChainImport], list[str]]:
     """Import every chain of ``chains/`` (or of ``chains``) that ``path`` covers: (results, the
     paper chain ids it covers that no chain here has)."""
-    from swechain_ci.chain.definition import available_chains, load_chain
+    from swechain_ci.chain.definition import Chain, available_chains, load_chain
     from swechain_ci.specs.published import chain_ids, import_specs
 
     covered = chain_ids(path)
-    ours = {}
+    ours: dict[str, list[Chain]] = {}
     for name in chains or available_chains():
         chain = load_chain(name)
         if chain.config.paper_id:

@@ -47,7 +47,7 @@ class ModuleRename(StrictTyped):
 
 
 class NameRename(StrictTyped):
-    kind: NameKind
+    kind: NameKind | Literal["method", "property"]  # the old name's
     old_module: str
     old_name: str
     new_module: str
@@ -165,8 +165,8 @@ def compare_scans(prev: PackageScan, next_: PackageScan, prev_version: str, next
     module_map = {m: m for m in old_modules if m in new_names}
     renamed_modules: list[ModuleRename] = []
     free_added = list(added_modules)
-    for gone in removed_modules:
-        names = old_names[gone]
+    for removed in removed_modules:
+        names = old_names[removed]
         best: tuple[int, str] | None = None
         for candidate in free_added:
             cand = new_names[candidate]
@@ -180,9 +180,9 @@ def compare_scans(prev: PackageScan, next_: PackageScan, prev_version: str, next
             if all(api.name in paired for api in leftover_old) and (best is None or len(overlap) > best[0]):
                 best = (len(overlap), candidate)
         if best is not None:
-            module_map[gone] = best[1]
+            module_map[removed] = best[1]
             free_added.remove(best[1])
-            renamed_modules.append(ModuleRename(old=gone, new=best[1]))
+            renamed_modules.append(ModuleRename(old=removed, new=best[1]))
     renamed_old = {r.old for r in renamed_modules}
     renamed_new = {r.new for r in renamed_modules}
     removed_modules = [m for m in removed_modules if m not in renamed_old]
@@ -209,7 +209,7 @@ def compare_scans(prev: PackageScan, next_: PackageScan, prev_version: str, next
                 NameRename(
                     kind=a.kind,
                     old_module=a.module,
-                    old_name=a.name,  # type: ignore[arg-type]
+                    old_name=a.name,
                     new_module=b.module,
                     new_name=b.name,
                     parameters=b.parameters,

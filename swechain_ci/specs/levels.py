@@ -34,7 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, Field
 
@@ -56,13 +56,13 @@ Rating = Literal["low", "medium", "high"]
 Difficulty = Literal["easy", "medium", "hard"]
 Granularity = Literal["conceptual", "grounded"]
 
-SYNTH = "swechain-ci specs synth"
-IMPORT = "swechain-ci specs import"
+SYNTH: Final = "swechain-ci specs synth"
+IMPORT: Final = "swechain-ci specs import"
 Generator = Literal["swechain-ci specs synth", "swechain-ci specs import"]
 GENERATORS: tuple[str, ...] = (SYNTH, IMPORT)
 
 # The reference's type-group headings (its synthetic/specs_extractor.py, TASK_TYPE_MAP), in its order.
-GROUPS: dict[str, str] = {
+GROUPS: dict[TaskType, str] = {
     "FEATURE": "New Features",
     "FIX": "Bug Fixes",
     "DEPENDENCY": "Dependency Updates",
@@ -250,7 +250,7 @@ def build_level(
     task_set: TaskSet,
     level: str,
     interface: InterfaceChanges | None = None,
-    generated_by: str = SYNTH,
+    generated_by: Generator = SYNTH,
     source: str | None = None,
     note: str | None = None,
     file_changes: list[str] | None = None,
@@ -259,7 +259,7 @@ def build_level(
         raise SwechainError(
             f"a task set renders {', '.join(SPEC_LEVELS)}, not {level!r}; L1 comes from `swechain-ci specs render`"
         )
-    common = dict(
+    common: dict[str, Any] = dict(
         generated_by=generated_by,
         level=level,
         granularity=granularity_of(level),

@@ -6,9 +6,10 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import anthropic
+from anthropic.types import MessageParam, ToolParam
 from pydantic import ValidationError
 
 from swechain_ci.agents.prices import PRICES_FILE, Price, TokenUsage, load_prices
@@ -120,9 +121,10 @@ def converse(
                 model=llm.model,
                 max_tokens=max_tokens,
                 system=system,
-                tools=[tool],
+                # Kept as plain JSON (cached, fed back); the SDK's TypedDicts describe the same shapes.
+                tools=[cast("ToolParam", tool)],
                 tool_choice={"type": "tool", "name": tool["name"]},
-                messages=messages,
+                messages=cast("list[MessageParam]", messages),
             )
         except anthropic.APIError as exc:
             raise SwechainError(

@@ -62,6 +62,7 @@ from swechain_ci.specs.levels import (
     SpecTask,
     TaskSet,
     TaskSpec,
+    TaskType,
     build_level,
     check_writable,
     granularity_of,
@@ -71,7 +72,8 @@ from swechain_ci.specs.levels import (
 from swechain_ci.specs.linked import LinkedText, from_changelog_tasks
 from swechain_ci.specs.linked import store as store_linked
 
-_GROUP_TYPES: dict[str, str] = {title.lower(): kind for kind, title in GROUPS.items()}
+Shape = Literal["tasks", "markdown", "tasks+markdown"]  # what a row held
+_GROUP_TYPES: dict[str, TaskType] = {title.lower(): kind for kind, title in GROUPS.items()}
 _GROUP_TYPES["other changes"] = "OTHER"  # what our renderings of schema 1 called "Others"
 _TITLE = re.compile(r"^#\s+Upgrade Specification from\s+(\S+)\s+to\s+(\S+)\s*$", re.IGNORECASE)
 _GROUP = re.compile(r"^##\s+(.+?)\s*$")
@@ -98,7 +100,7 @@ class ImportedRow(Strict):
     status: Literal["written", "unmatched", "duplicate"]
     step: str | None = None  # "prev-next" as the chain names it
     source: str | None = None  # where the row came from (file, row or folder, digest)
-    shape: Literal["tasks", "markdown", "tasks+markdown"] | None = None
+    shape: Shape | None = None
     tasks: int | None = None
     published: list[str] = []  # levels whose L<n>.md is the published text itself
     linked: int = 0  # linked issue and pull request texts cached for L1 (metadata folder)
@@ -215,7 +217,7 @@ def structured_tasks(value: Any, where: str) -> list[TaskSpec]:
 class MarkdownTask(Strict):
     number: int | None  # None: listed under "Additional Changes"
     title: str
-    type: str
+    type: TaskType
     problem_statement: str
     expectation: str | None = None
     constraints: str | None = None
@@ -403,10 +405,10 @@ def _decode(value: Any, where: str) -> Any:
     return value
 
 
-def row_levels(chain: Chain, step: tuple[str, str], row: Row, levels: list[str]) -> tuple[list[Planned], str, int]:
+def row_levels(chain: Chain, step: tuple[str, str], row: Row, levels: list[str]) -> tuple[list[Planned], Shape, int]:
     """Every requested level of one row: (planned levels, shape, number of tasks)."""
     prev, next_ = step
-    common = dict(
+    common: dict[str, Any] = dict(
         generated_by=IMPORT,
         chain=chain.id,
         package=chain.config.package,
@@ -455,7 +457,7 @@ def row_levels(chain: Chain, step: tuple[str, str], row: Row, levels: list[str])
 
 def _metadata_levels(
     chain: Chain, step: tuple[str, str], row: Row, levels: list[str]
-) -> tuple[list[Planned], str, int]:
+) -> tuple[list[Planned], Shape, int]:
     """Levels from the reference's ``v<next>_specs.json``, arranged as its ``.md`` arranges them:
     tasks numbered there are numbered, the others are "Additional Changes", and the tasks only the
     Markdown lists (Complete's) are added there; its "File Changes" are kept. Without the ``.md``,

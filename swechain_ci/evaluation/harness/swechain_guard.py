@@ -34,8 +34,8 @@ _real_import = builtins.__import__
 # Where Python reads and writes bytecode, as launch_pytest.py set it: read only beside each source
 # (root's folders), never written. The code under test may not steer it (a crafted assertion-rewrite
 # cache under a prefix of its own would stand in for a hidden test module): undone and reported.
-BYTECODE = (("pycache_prefix", None), ("dont_write_bytecode", True))
-BYTECODE_ENV = (("PYTHONPYCACHEPREFIX", None), ("PYTHONDONTWRITEBYTECODE", "1"))
+BYTECODE: tuple[tuple[str, object], ...] = (("pycache_prefix", None), ("dont_write_bytecode", True))
+BYTECODE_ENV: tuple[tuple[str, str | None], ...] = (("PYTHONPYCACHEPREFIX", None), ("PYTHONDONTWRITEBYTECODE", "1"))
 
 
 def pin_bytecode() -> list[str]:
@@ -394,7 +394,8 @@ class Guard(Tolerance):
     def wrapped_hidden_test(self, wrapper, path: str, config):
         """A function of the hidden file held in ``wrapper``'s closure or attributes (hypothesis
         keeps the test as ``wrapper.hypothesis.inner_test``), a few objects deep; or None."""
-        pending, seen = [(wrapper, 0)], set()
+        pending: list[tuple[object, int]] = [(wrapper, 0)]
+        seen: set[int] = set()
         while pending:
             value, depth = pending.pop(0)
             if id(value) in seen or len(seen) > MAX_REACHABLE:
@@ -462,7 +463,7 @@ def forwarded_to(function):
     import dis
 
     code = getattr(function, "__code__", None)
-    closure = getattr(function, "__closure__", None) or ()
+    closure: tuple[types.CellType, ...] = getattr(function, "__closure__", None) or ()
     if not isinstance(code, types.CodeType) or len(code.co_freevars) != 1 or len(closure) != 1 or code.co_names:
         return None
     if any(i.opname not in FORWARDING_OPCODES for i in dis.get_instructions(code)):
