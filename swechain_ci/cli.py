@@ -1,10 +1,16 @@
-"""The one command line the workflows call: ``swechain-ci``."""
+"""swechain-ci: run coding agents through a chain of a package's releases and score them as SWE-Chain does.
+
+The workflows call this same command line; their commands are listed apart."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import os
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +19,7 @@ from tabulate import tabulate
 
 from swechain_ci.errors import SwechainError
 from swechain_ci.github.cli import ci_app
+from swechain_ci.settings import state_home
 from swechain_ci.specs.cli import specs_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__, pretty_exceptions_enable=False)
@@ -26,6 +33,58 @@ integrity_app = typer.Typer(
     no_args_is_help=True, help="A run's integrity findings, and a maintainer's clearing of them."
 )
 app.add_typer(integrity_app, name="integrity")
+site_app = typer.Typer(no_args_is_help=True, help="The static leaderboard site: build it, serve it.")
+app.add_typer(site_app, name="site")
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        from swechain_ci import __version__
+
+        typer.echo(f"swechain-ci {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
+    ] = False,
+) -> None:
+    """A benchmark, run as CI, of coding agents maintaining a Python package through a chain of its releases."""
+
+
+@contextlib.contextmanager
+def run_folder_lock(output: Path) -> Iterator[None]:
+    """One run at a time into a folder: a second is refused in one line (it would remove the first's
+    containers, which share the folder's label). The lock lives in the state home, not in the folder."""
+    if output.exists() and not output.is_dir():
+        raise SwechainError(f"--output {output} is a file, not a folder; give a folder for the run's results")
+    home = state_home()
+    key = hashlib.sha256(str(output.resolve()).encode()).hexdigest()[:24]
+    try:
+        (home / "locks").mkdir(parents=True, exist_ok=True)
+        handle = open(home / "locks" / f"run-{key}.lock", "w")  # noqa: SIM115  (held for the whole run)
+    except OSError as exc:
+        raise SwechainError(
+            f"cannot write the state home {home} ({exc.strerror}); set SWECHAIN_HOME to a writable folder"
+        ) from None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SwechainError(
+                f"another swechain-ci run is writing to {output}; wait for it to end, or give another --output"
+            ) from None
+        yield
+
+
+def print_scorecard(card) -> None:
+    """The 80-column scorecard on a terminal (coloured there), the same text when piped; scorecard.md keeps
+    the Markdown for GitHub."""
+    from swechain_ci.scoring.terminal import render_terminal
+
+    typer.echo(render_terminal(card, color=sys.stdout.isatty()), nl=False)
 
 
 @integrity_app.command("clear")
@@ -364,7 +423,6 @@ def run(
     write it to the job summary and `step`/`next` to $GITHUB_OUTPUT when in GitHub Actions."""
     from swechain_ci.github.branches import RunBranch
     from swechain_ci.run import PHASES, run_chain, run_phase
-    from swechain_ci.scoring.report import render
 
     branch = RunBranch(git_repo, git_branch, push) if git_branch else None
     if output is None:
@@ -373,7 +431,15 @@ def run(
     if phase is None:
         if step is not None:
             raise SwechainError("--step goes with --phase; drop --step to run the whole chain")
-        typer.echo(render(run_chain(chain, agent, output, spec_level, steps, branch, max_steps)))
+        with run_folder_lock(output):
+            try:
+                card = run_chain(chain, agent, output, spec_level, steps, branch, max_steps)
+            except KeyboardInterrupt:
+                raise SwechainError(
+                    f"interrupted: every finished phase is kept in {output}; run the same command again to resume "
+                    "from the first unfinished one"
+                ) from None
+        print_scorecard(card)
         typer.echo(f"Results in {output}")
         return
     if phase not in PHASES:
@@ -398,28 +464,89 @@ def run(
     write_outputs({"step": str(at.step.index) if at.step else "", "next": done.next.phase})
 
 
+@app.command("plan")
+def plan_command(
+    agents: Annotated[str, typer.Option(help="agents, comma-separated (as --agent of run takes them)")],
+    chains: Annotated[str, typer.Option(help="chains, comma-separated")],
+    steps: Annotated[str | None, typer.Option(help="only steps A-B of each chain; default all")] = None,
+    repeats: Annotated[int, typer.Option(min=1, help="runs of each (agent, chain) pair")] = 1,
+    runs: Annotated[
+        list[Path] | None, typer.Option(help="folders of earlier runs whose records inform the estimate")
+    ] = None,
+) -> None:
+    """What a dispatch will cost before it starts: runner time and agent dollars per (agent, chain),
+    from recorded suite times, agent phases and costs, or the manifests' limits where none are recorded."""
+    from tabulate import tabulate as table
+
+    from swechain_ci.agents import BUILTIN_NAMES, manifest_for
+    from swechain_ci.chain.definition import load_chain
+    from swechain_ci.evaluation.oracle import built_ranges
+    from swechain_ci.scoring.estimate import Request, estimate, recorded, total
+
+    history = recorded(state_home() / "gold-runs", [p for p in (runs or [Path("runs")]) if p.is_dir()])
+    estimates = []
+    for chain_name in [c.strip() for c in chains.split(",") if c.strip()]:
+        chain = load_chain(chain_name).select_steps(steps)
+        built = chain.step_range in built_ranges(chain)
+        for agent in [a.strip() for a in agents.split(",") if a.strip()]:
+            manifest = manifest_for(agent)
+            baseline = agent in BUILTIN_NAMES or agent.startswith("replay:")
+            request = Request(
+                agent=agent if not agent.startswith("replay:") else "replay",
+                chain=chain.id,
+                steps=len(chain.steps),
+                versions_unbuilt=0 if built else len(chain.versions),
+                limit_wall_s=None if baseline else float(manifest.limits.wall_s),
+                limit_cost_usd=None if baseline else manifest.limits.cost_usd,
+                priced=not baseline,
+            )
+            for _ in range(repeats):
+                estimates.append(estimate(request, history))
+
+    def hours(seconds: float | None) -> str:
+        return "unknown" if seconds is None else f"{seconds / 3600:.2f} h"
+
+    def dollars(value: float | None) -> str:
+        return "unknown" if value is None else f"${value:,.2f}"
+
+    rows = []
+    for e in estimates[::repeats]:
+        rows.append([e.request.agent, e.request.chain, e.request.steps, hours(e.runner_s), dollars(e.dollars)])
+    typer.echo(table(rows, headers=["agent", "chain", "steps", "runner time", "agent $"], tablefmt="simple"))
+    runner, spent = total(estimates)
+    typer.echo(f"\ntotal ({repeats} run(s) of each pair): runner {hours(runner)}, agents {dollars(spent)}")
+    for e in estimates[::repeats]:
+        typer.echo(f"  {e.request.agent} on {e.request.chain}: " + "; ".join(e.basis))
+
+
 @app.command("score")
 def score(output: Annotated[Path, typer.Argument(help="a run's results folder")]) -> None:
     """Re-score stored results without Docker; rewrites scorecard.json and scorecard.md."""
     from swechain_ci.run import rescore
-    from swechain_ci.scoring.report import render
 
-    typer.echo(render(rescore(output)))
+    print_scorecard(rescore(output))
 
 
 @app.command("report")
-def report(output: Annotated[Path, typer.Argument(help="a run's results folder")]) -> None:
+def report(
+    output: Annotated[Path, typer.Argument(help="a run's results folder")],
+    markdown: Annotated[bool, typer.Option(help="print scorecard.md, every column, as GitHub shows it")] = False,
+) -> None:
     """Print a run's scorecard."""
     from swechain_ci.models import Scorecard
     from swechain_ci.records import read_model
     from swechain_ci.scoring.report import render
 
-    typer.echo(render(read_model(output / "scorecard.json", Scorecard)))
+    card = read_model(output / "scorecard.json", Scorecard)
+    if markdown:
+        typer.echo(render(card))
+    else:
+        print_scorecard(card)
 
 
-@app.command("site")
+@site_app.command("build")
 def site(
-    output: Annotated[Path, typer.Argument(help="a new folder for the site")],
+    output: Annotated[Path, typer.Argument(help="a new folder for the site (or one it built before, with --force)")],
     runs: Annotated[
         list[Path] | None, typer.Argument(help="folders searched for runs (scorecard.json, run.json, steps/)")
     ] = None,
@@ -434,7 +561,12 @@ def site(
     llm_summary: Annotated[
         bool, typer.Option(help="add a model-written sentence per failed step (Anthropic API; cached)")
     ] = False,
-    model: Annotated[str | None, typer.Option(help="model for --llm-summary")] = None,
+    judge_failures: Annotated[
+        bool,
+        typer.Option(help="a model judge's SWE-Bench Pro category per failed step, from its trajectory (cached)"),
+    ] = False,
+    model: Annotated[str | None, typer.Option(help="model for --llm-summary and --judge-failures")] = None,
+    force: Annotated[bool, typer.Option(help="replace OUTPUT when it holds a site built before")] = False,
 ) -> None:
     """Build the static site: leaderboard (Average and per chain), a page per run, the trend over the weeks."""
     from swechain_ci.records import read_model
@@ -460,8 +592,42 @@ def site(
         from swechain_ci.specs.llm import DEFAULT_MODEL, make_llm
 
         summarize = StepSummarizer(make_llm(model or DEFAULT_MODEL))
-    pages = build_site(output, board, snapshots, check_week(week) if week else this_week(), summarize)
-    typer.echo(f"site written to {output}: {len(pages)} pages")
+    judge = None
+    if judge_failures:
+        from swechain_ci.site.failure_judge import FailureJudge
+        from swechain_ci.specs.llm import DEFAULT_MODEL, make_llm
+
+        judge = FailureJudge(make_llm(model or DEFAULT_MODEL))
+    week_shown = check_week(week) if week else this_week()
+    pages = build_site(output, board, snapshots, week_shown, summarize, judge=judge, force=force)
+    typer.echo(f"site written to {output}: {len(pages)} pages; see it with: swechain-ci site serve {output}")
+
+
+@site_app.command("serve")
+def site_serve(
+    output: Annotated[Path, typer.Argument(help="a folder the site was built into")],
+    port: Annotated[int, typer.Option(min=0, max=65535, help="port on 127.0.0.1 (0: any free one)")] = 8000,
+) -> None:
+    """Serve a built site on 127.0.0.1 only, as GitHub Pages would, until Ctrl-C."""
+    import functools
+    import http.server
+
+    if not (output / "index.html").is_file():
+        raise SwechainError(
+            f"{output} holds no site (no index.html); build one with: swechain-ci site build {output} RUNS"
+        )
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(output))
+    try:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError as exc:
+        raise SwechainError(f"cannot listen on 127.0.0.1:{port} ({exc.strerror}); pick another with --port") from None
+    typer.echo(f"serving {output} at http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        typer.echo("stopped")
+    finally:
+        server.server_close()
 
 
 @app.command("snapshot")

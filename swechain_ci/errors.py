@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 from pydantic import ValidationError
 
 
@@ -18,3 +21,10 @@ def describe_validation(source: str, error: ValidationError) -> str:
         shown = "" if isinstance(got, (dict, list)) or got is None else f" (got {got!r})"
         problems.append(f"field '{where}': {item['msg']}{shown}")
     return f"{source}: " + "; ".join(problems)
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """ " (did you mean 'x'?)" for the closest known name, or nothing when none is close."""
+    by_case = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(name.lower(), list(by_case), n=1, cutoff=0.6)
+    return f" (did you mean '{by_case[close[0]]}'?)" if close and by_case[close[0]] != name else ""

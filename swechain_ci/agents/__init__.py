@@ -19,7 +19,7 @@ from swechain_ci.agents.manifest import (
     available_manifests,
     parse_manifest,
 )
-from swechain_ci.errors import SwechainError
+from swechain_ci.errors import SwechainError, did_you_mean
 
 BUILTIN_NAMES = ("oracle", "noop")
 
@@ -39,8 +39,11 @@ def manifest_for(spec: str) -> AgentManifest:
     registered = agents_dir() / f"{spec}.yaml"
     if registered.is_file():
         return parse_manifest(registered)
-    known = ", ".join([*BUILTIN_NAMES, "replay:<patch folder>", *(p.stem for p in available_manifests())])
-    raise SwechainError(f"unknown agent '{spec}': known agents are {known} (or give a manifest path)")
+    names = [*BUILTIN_NAMES, *(p.stem for p in available_manifests())]
+    known = ", ".join([*BUILTIN_NAMES, "replay:<patch folder>", *names[len(BUILTIN_NAMES) :]])
+    raise SwechainError(
+        f"unknown agent '{spec}'{did_you_mean(spec, names)}: known agents are {known} (or give a manifest path)"
+    )
 
 
 def build_agent(manifest: AgentManifest) -> Agent:

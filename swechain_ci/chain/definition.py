@@ -11,7 +11,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import Field, field_validator, model_validator
 
 from swechain_ci.chain.interpreters import INTERPRETERS
-from swechain_ci.errors import SwechainError
+from swechain_ci.errors import SwechainError, did_you_mean
 from swechain_ci.models import Strict
 from swechain_ci.records import read_yaml_model
 from swechain_ci.settings import project_root
@@ -295,6 +295,14 @@ class ChainConfig(Strict):
         None, pattern=r"^\d+(-\d+)?$", description="steps CI runs end to end, e.g. 9-13; all when unset"
     )
 
+    @field_validator("python", mode="before")
+    @classmethod
+    def _quoted(cls, value: object) -> object:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            # YAML reads python: 3.10 as the number 3.1
+            raise ValueError(f'{value!r} was read as a number; quote the version, e.g. python: "3.11"')
+        return value
+
     @field_validator("python")
     @classmethod
     def _known_interpreter(cls, value: str) -> str:
@@ -351,13 +359,21 @@ class Chain:
         if not selection:
             return self
         first, _, last = selection.partition("-")
+        total = len(self.config.versions) - 1
         try:
             start, end = int(first), int(last or first)
         except ValueError:
-            start, end = 0, -1
-        total = len(self.config.versions) - 1
+            raise SwechainError(
+                f"step range '{selection}' is not A-B or A (whole numbers, e.g. 2-{total}); chain {self.id} has "
+                f"steps 1-{total}"
+            ) from None
+        if start > end:
+            raise SwechainError(f"step range '{selection}' runs backwards; write the first step first: {end}-{start}")
         if not 1 <= start <= end <= total:
-            raise SwechainError(f"step range '{selection}' is not within 1-{total} of chain {self.id}; use A-B")
+            raise SwechainError(
+                f"step range '{selection}' is outside chain {self.id}, which has steps 1-{total}"
+                f" (step {start if not 1 <= start <= total else end} does not exist)"
+            )
         versions = self.config.versions[self.step_offset + start - 1 : self.step_offset + end + 1]
         return Chain(self.config.model_copy(update={"versions": versions}), self.folder, self.step_offset + start - 1)
 
@@ -401,7 +417,8 @@ def load_chain(name_or_path: str) -> Chain:
         if not path.is_file():
             known = ", ".join(available_chains()) or "none"
             raise SwechainError(
-                f"unknown chain '{name_or_path}': no {path}; known chains: {known} "
+                f"unknown chain '{name_or_path}'{did_you_mean(name_or_path, available_chains())}: no {path}; "
+                f"known chains: {known} "
                 f"(add chains/{name_or_path}/chain.yaml or set SWECHAIN_ROOT)"
             )
     return Chain(parse_chain_file(path), path.parent.resolve())

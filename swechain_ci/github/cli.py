@@ -26,6 +26,7 @@ from swechain_ci.models import RunRecord, Scorecard
 if TYPE_CHECKING:
     from swechain_ci.agents.manifest import AgentManifest
 
+PLUMBING = "Workflow plumbing (what the workflows call)"
 ci_app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__, pretty_exceptions_enable=False)
 
 
@@ -84,7 +85,7 @@ def _changed_agents(files: list[str], manifests: dict[str, AgentManifest]) -> li
     return chosen
 
 
-@ci_app.command("matrix")
+@ci_app.command("matrix", rich_help_panel=PLUMBING)
 def matrix(
     files: Annotated[
         list[str] | None,
@@ -215,7 +216,7 @@ def _percent(value: float | None) -> str:
 # -- comment, summary, status -------------------------------------------------------------------
 
 
-@ci_app.command("comment")
+@ci_app.command("comment", rich_help_panel=PLUMBING)
 def comment(
     run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="runs' results folders")],
     pr: Annotated[int, typer.Option("--pr", min=1, help="pull request number")],
@@ -271,7 +272,7 @@ def comment(
                 )
 
 
-@ci_app.command("summary")
+@ci_app.command("summary", rich_help_panel=PLUMBING)
 def summary(
     run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="runs' results folders")],
 ) -> None:
@@ -306,7 +307,7 @@ def status_for(run: RunRecord, card: Scorecard | None) -> tuple[str, str]:
     return state, scores
 
 
-@ci_app.command("status")
+@ci_app.command("status", rich_help_panel=PLUMBING)
 def status(
     run_dir: Annotated[Path, typer.Argument(help="a run's results folder")],
     sha: Annotated[str, typer.Option(help="the commit (full SHA; for a PR, its head SHA)")],
@@ -325,7 +326,7 @@ def status(
     typer.echo(f"status {state} ({name}) on {sha[:12]}: {description}")
 
 
-@ci_app.command("continue")
+@ci_app.command("continue", rich_help_panel=PLUMBING)
 def continue_run(
     run_dir: Annotated[Path, typer.Argument(help="a run's results folder")],
     workflow: Annotated[str, typer.Option(help="the workflow file to dispatch, e.g. chain-run.yml")],
@@ -357,7 +358,7 @@ def continue_run(
 # -- leaderboard --------------------------------------------------------------------------------
 
 
-@ci_app.command("leaderboard")
+@ci_app.command("leaderboard", rich_help_panel=PLUMBING)
 def leaderboard(
     runs_dirs: Annotated[list[Path], typer.Argument(metavar="RUNS_DIR...", help="folders searched for scorecard.json")],
     output: Annotated[Path, typer.Option(help="where leaderboard.json/.md/.png go")] = Path("reports"),
@@ -442,7 +443,7 @@ def _fetch_agent(reporter, name: str, sha: str, folder: Path) -> AgentManifest:
     return manifest
 
 
-@ci_app.command("validation-comment")
+@ci_app.command("validation-comment", rich_help_panel=PLUMBING)
 def validation_comment(
     head_sha: Annotated[str, typer.Option(help="workflow_run.head_sha")],
     head_repo: Annotated[str, typer.Option(help="workflow_run.head_repository.full_name")],
@@ -530,7 +531,7 @@ def requested_sha(text: str) -> str:
     return found.group(1).lower()
 
 
-@ci_app.command("smoke-plan")
+@ci_app.command("smoke-plan", rich_help_panel=PLUMBING)
 def smoke_plan(
     pr: Annotated[int, typer.Option("--pr", min=1, help="the pull request")],
     actor: Annotated[str, typer.Option(help="who asked for the smoke run (must have write access)")],
@@ -583,7 +584,7 @@ def smoke_plan(
     )
 
 
-@ci_app.command("publish-leaderboard")
+@ci_app.command("publish-leaderboard", rich_help_panel=PLUMBING)
 def publish_leaderboard_command(
     runs_dirs: Annotated[list[Path], typer.Argument(metavar="RUNS_DIR...", help="folders searched for scorecard.json")],
     branch: Annotated[str, typer.Option(help="the branch to commit to, e.g. the default branch")],
@@ -614,7 +615,7 @@ def publish_leaderboard_command(
     typer.echo(f"leaderboard {'published: ' + commit if commit else 'unchanged'}")
 
 
-@ci_app.command("fetch-branch")
+@ci_app.command("fetch-branch", rich_help_panel=PLUMBING)
 def fetch_branch_command(
     branch: Annotated[str, typer.Argument(help="e.g. runs/<agent>/<chain>/<id>")],
     remote: Annotated[str, typer.Option(help="the remote")] = "origin",
@@ -627,7 +628,7 @@ def fetch_branch_command(
     typer.echo(f"fetched {branch} at {sha[:12]}" if sha else f"{remote} has no branch {branch} yet")
 
 
-@ci_app.command("push-branch")
+@ci_app.command("push-branch", rich_help_panel=PLUMBING)
 def push_branch_command(
     branch: Annotated[str, typer.Argument(help="e.g. runs/<agent>/<chain>/<id>")],
     remote: Annotated[str, typer.Option(help="the remote")] = "origin",

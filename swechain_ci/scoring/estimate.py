@@ -77,7 +77,10 @@ def estimate(request: Request, recorded: Recorded) -> Estimate:
         evaluations = request.steps * (2 + fix_rate) + GOLD_RUNS_PER_VERSION * request.versions_unbuilt
         runner = suite * evaluations
     agent_s = _mean(recorded.agent_s.get(key, []))
-    if agent_s is not None:
+    if agent_s is None and not request.priced:
+        agent_s = 0.0
+        basis.append("a baseline: its phases take no agent time")
+    elif agent_s is not None:
         basis.append(f"agent phase {agent_s:.0f} s (mean of {len(recorded.agent_s[key])} recorded)")
     elif request.limit_wall_s is not None:
         agent_s = request.limit_wall_s
