@@ -39,9 +39,9 @@ app.add_typer(site_app, name="site")
 
 def _version(shown: bool) -> None:
     if shown:
-        from swechain_ci import __version__
+        import swechain_ci
 
-        typer.echo(f"swechain-ci {__version__}")
+        typer.echo(f"swechain-ci {swechain_ci.__version__}")
         raise typer.Exit()
 
 

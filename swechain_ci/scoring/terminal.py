@@ -17,6 +17,7 @@ from swechain_ci.scoring.report import with_sign as _pct
 from swechain_ci.scoring.score import f1_undefined
 
 WIDTH = 80
+MAX_FLAGS = 10  # findings listed; scorecard.md has every one
 
 
 def _counts(m: Metrics) -> str:
@@ -48,10 +49,18 @@ def render_terminal(card: Scorecard, width: int = WIDTH, color: bool = False) ->
         console.print(Text(f"{'paused' if card.status == 'paused' else 'stopped'}: {plain(card.stop_reason, 300)}"))
     status = card.integrity.status
     integrity = Text("integrity: ")
-    integrity.append(status, style="green" if status == "clean" else "bold red" if status == "flagged" else "yellow")
-    if card.integrity.flags:
-        integrity.append(f" ({len(card.integrity.flags)} findings; see scorecard.md)")
+    shown = "⚠ flagged" if status == "flagged" else status
+    integrity.append(shown, style="green" if status == "clean" else "bold red" if status == "flagged" else "yellow")
+    if status == "flagged":
+        integrity.append(f", {len(card.integrity.flags)} finding(s); not ranked until a maintainer clears it")
+    elif card.integrity.flags:
+        integrity.append(f" by {plain(card.integrity.cleared_by, 40)}, {len(card.integrity.flags)} finding(s)")
     console.print(integrity)
+    for flag in card.integrity.flags[:MAX_FLAGS]:
+        where = f"step {flag.step} {flag.phase or ''}".strip() if flag.step is not None else "run"
+        console.print(Text(f"  - {where}: {plain(flag.kind, 40)}: {plain(flag.detail, 160)}"))
+    if len(card.integrity.flags) > MAX_FLAGS:
+        console.print(Text(f"  … {len(card.integrity.flags) - MAX_FLAGS} more in scorecard.md"))
 
     totals = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for header in ("phase", "F1", "resolving", "precision", "TP/FN/FP"):

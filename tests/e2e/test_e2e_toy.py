@@ -54,7 +54,10 @@ def test_score_recomputes_the_identical_scorecard_without_docker(oracle_run):
     assert (oracle_run / "scorecard.json").read_bytes() == before
     printed = run_cli("report", str(oracle_run))
     assert printed.returncode == 0
-    assert "| chain | Build+Fix |           100 |           100 |    100 | 30/0/0" in printed.stdout
+    assert " Build+Fix   100.0%      100.0%      100.0%     30/0/0" in printed.stdout
+    markdown = run_cli("report", str(oracle_run), "--markdown")
+    assert "| chain | Build+Fix |           100 |           100 |    100 | 30/0/0" in markdown.stdout
+    assert markdown.stdout == (oracle_run / "scorecard.md").read_text() + "\n"
 
 
 def test_noop_agent_resolves_nothing(toy_oracle, runs_dir):
