@@ -215,8 +215,7 @@ def build_cached(
         if image := sandbox.image_id(f"{namespace}/{name}"):
             return image
     tag = f"{own}/{name}"
-    progress.say(f"building image {tag}")
-    with tempfile.TemporaryDirectory(prefix="swechain-context-") as tmp:
+    with progress.status(f"building image {tag}"), tempfile.TemporaryDirectory(prefix="swechain-context-") as tmp:
         context = Path(tmp)
         shutil.copy(recipe_path, context / "Dockerfile")
         for name, path in files.items():

@@ -356,10 +356,14 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
         )
         keep_gold_run(kept_at[number], run, log)
         where = f" (network {network})" if network != "none" else ""
-        progress.say(f"oracle {chain.id}: tests of {tests_of} on code of {code_of}{where}: {summary(run)}")
+        done(f"tests of {tests_of} on code of {code_of}{where}: {summary(run)}")
         return run
 
-    with ThreadPoolExecutor(max_workers=side_by_side) as pool:
+    to_run = len(jobs) - len(kept)
+    with (
+        progress.task(f"oracle {chain.id}: gold runs", to_run) as done,
+        ThreadPoolExecutor(max_workers=side_by_side) as pool,
+    ):
         results = list(pool.map(gold_run, enumerate(jobs)))
     own_runs: dict[str, list[TestRun]] = {v: [] for v in chain.versions}
     cross_runs: dict[str, TestRun] = {}

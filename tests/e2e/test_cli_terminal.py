@@ -96,3 +96,17 @@ def test_the_terminal_scorecard_fits_80_columns_and_shows_strings_as_text():
     assert max(len(line) for line in text.splitlines()) <= WIDTH
     assert "\x1b" not in text and "[bold red]x[/]" in text, "no markup read, no escape sent"
     assert "B+F F1" in text and "Build+Fix" in text and "n/a%" not in text
+
+
+def test_progress_is_plain_lines_off_a_terminal_and_never_reads_markup(capsys):
+    from swechain_ci import progress
+
+    with progress.task("gold runs of [bold]x[/]", 2) as done:
+        done("one [red]a[/]")
+        done()
+    progress.say("[link=http://evil]y[/link]")
+    with progress.status("building image [b]z[/b]"):
+        pass
+    err = capsys.readouterr().err
+    assert "gold runs of [bold]x[/]: 0/2" in err and "gold runs of [bold]x[/]: 2/2" in err
+    assert "(one [red]a[/])" in err and "[link=http://evil]y[/link]" in err and "building image [b]z[/b]" in err
