@@ -69,8 +69,12 @@ def assert_inert(markdown: str) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that runs the workflows under act takes minutes: it belongs with the slow tests, out of
-    the unit lane (scripts/test --unit), whatever else it is marked."""
+    """The lanes follow from what a test uses, whatever it is marked: the Docker engine makes it a
+    docker test; running the workflows under act takes minutes, so it is slow. Neither is in the
+    unit lane (scripts/test --unit)."""
     for item in items:
-        if "act_repo" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "docker_engine" in fixtures:
+            item.add_marker(pytest.mark.docker)
+        if "act_repo" in fixtures:
             item.add_marker(pytest.mark.slow)

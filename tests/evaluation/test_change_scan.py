@@ -261,6 +261,7 @@ def test_a_package_importing_itself_is_not_test_machinery_only_where_it_is_that_
     assert "imports_test_machinery" in [f.kind for f in change_scan.scan_change(other_gold, widened, "tests", "src")]
 
 
+@pytest.mark.slow  # pytest's real sdists, unpacked and scanned whole
 @pytest.mark.parametrize("step", ["3", "8"])
 def test_the_gold_changes_of_pytest_chain_steps_raise_no_flag(step):
     """pytest 8.0.2 -> 8.1.1 and 8.2.2 -> 8.3.0, the real sdists: their gold changes write
