@@ -156,13 +156,14 @@ def test_no_docker_engine_leaves_an_unfinished_run_untouched(tmp_path):
 
 def test_missing_paper_level_names_the_command_that_writes_it(tmp_path):
     # PyJWT's default is the paper's L3, which `specs import` writes from the published specifications.
+    # A real agent needs it (the baselines read none and run without it).
     line = error_line(
         run_cli(
             "run",
             "--chain",
             "pyjwt",
             "--agent",
-            "noop",
+            "claude-code",
             "--steps",
             "1-1",
             "--output",
