@@ -915,3 +915,65 @@ def test_the_runner_hook_lets_a_dispatch_from_main_run_and_refuses_one_from_anot
     assert other.returncode != 0 and "not on the default branch" in other.stdout
     assert main.returncode == 0, main.stdout[-4000:]
     assert "job accepted: chain-build.yml (workflow_dispatch) from refs/heads/main" in main.stdout
+
+
+def test_a_smoke_request_for_a_recipe_that_adds_a_url_is_refused_before_any_build(act_repo):
+    """The review's proof of concept: the vendor's Dockerfile ADDs a URL on the host's loopback
+    (the legacy builder would fetch it inside the daemon, whatever the build's network). The plan
+    refuses it, naming the instruction, and nothing reaches the self-hosted runner or the URL."""
+    import http.server
+    import threading
+
+    hits: list[str] = []
+
+    class Secret(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"the runner's secret\n")
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Secret)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    work, _origin, shared = act_repo
+    head = "c" * 40
+    event = {
+        "issue": {"number": 7, "pull_request": {"url": "http://api.example/pulls/7"}},
+        "comment": {"body": f"/smoke {head}", "user": {"login": "maint"}, "author_association": "MEMBER"},
+    }
+    try:
+        with FakeGitHub() as github:
+            github.state.add_token(TOKEN, None)
+            github.state.permissions["maint"] = "write"
+            github.state.add_pull(7, head, "fork/bench", files=["agents/leak.yaml", "agents/leak.Dockerfile"])
+            github.state.add_file(
+                head,
+                "agents/leak.yaml",
+                b"name: leak\nkind: cli\ninstall: {dockerfile: leak.Dockerfile}\ncommands: {build: 'cat /s', fix: 'true'}\n",
+            )
+            github.state.add_file(
+                head,
+                "agents/leak.Dockerfile",
+                f"ARG AGENT_IMAGE\nFROM ${{AGENT_IMAGE}}\nADD http://127.0.0.1:{server.server_port}/secret /s\n".encode(),
+            )
+            result = act(
+                work,
+                shared,
+                "issue_comment",
+                "agent-smoke.yml",
+                event,
+                github.url,
+                "-P",
+                "self-hosted=swechain/no-such-image:never",
+            )
+            [comment] = github.state.comments_on(7)
+            statuses = [(s.sha, s.state) for s in github.state.statuses]
+    finally:
+        server.shutdown()
+    assert result.returncode != 0
+    assert "no-such-image" not in result.stdout + result.stderr, "no job was scheduled on self-hosted"
+    assert "agents/leak.Dockerfile line 3" in comment.body and "the builder would fetch it on the host" in comment.body
+    assert statuses == [(head, "failure")] and hits == []
