@@ -11,7 +11,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated
 
 import typer
@@ -108,18 +108,20 @@ def integrity_clear(
 
 
 def _manifests_using(path: Path) -> list[Path]:
-    """The manifests beside ``path`` whose install.dockerfile is that file (a Dockerfile-only change)."""
-    from swechain_ci.agents.manifest import parse_manifest
+    """The manifests that ``path`` (not itself a manifest) concerns: those naming it as their Dockerfile,
+    or every one with a Dockerfile for a file under their files/ (agents.manifest.agents_concerned)."""
+    from swechain_ci.agents.manifest import agents_concerned, parse_manifest
 
-    users = []
-    for candidate in sorted(path.parent.glob("*.yaml")):
+    folder = path.parent.parent if path.parent.name == "files" else path.parent
+    dockerfiles: dict[str, str | None] = {}
+    files: dict[str, Path] = {}
+    for candidate in sorted(folder.glob("*.yaml")):
         try:
             manifest = parse_manifest(candidate)
         except SwechainError:
             continue  # a broken manifest is reported when it is itself among the changed files
-        if manifest.install.dockerfile and (candidate.parent / manifest.install.dockerfile).resolve() == path.resolve():
-            users.append(candidate)
-    return users
+        dockerfiles[candidate.stem], files[candidate.stem] = manifest.install.dockerfile, candidate
+    return [files[name] for name in agents_concerned(PurePosixPath(path.relative_to(folder).as_posix()), dockerfiles)]
 
 
 @agents_app.command("validate")

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
@@ -273,3 +274,16 @@ def parse_manifest(path: Path) -> AgentManifest:
 def available_manifests() -> list[Path]:
     folder = agents_dir()
     return sorted(folder.glob("*.yaml")) if folder.is_dir() else []
+
+
+def agents_concerned(changed: PurePosixPath, dockerfiles: Mapping[str, str | None]) -> list[str]:
+    """The agents a changed file concerns, the one rule of every caller (the CI matrix, `agents
+    validate`, a pull request's validation and smoke runs). ``changed`` is relative to the agents
+    folder; ``dockerfiles`` maps each agent to its install.dockerfile (None: no image of its own).
+    Its own manifest (``<name>.yaml``), the manifests naming it as their Dockerfile, and for a file
+    under ``files/``, every agent with a Dockerfile (its recipe may copy it)."""
+    if len(changed.parts) == 1 and changed.suffix in (".yaml", ".yml"):
+        return [changed.stem]
+    if len(changed.parts) > 1 and changed.parts[0] == "files":
+        return [name for name, dockerfile in dockerfiles.items() if dockerfile]
+    return [name for name, dockerfile in dockerfiles.items() if dockerfile and PurePosixPath(dockerfile) == changed]

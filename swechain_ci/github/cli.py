@@ -15,7 +15,7 @@ import json
 import os
 import re
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -55,33 +55,27 @@ def _resolve_changed(path_text: str) -> Path | None:
 def _changed_agents(files: list[str], manifests: dict[str, AgentManifest]) -> list[str]:
     """The registered agents whose manifest, or a file a manifest uses (its Dockerfile, or the
     files/ its Dockerfile may copy), is among ``files``."""
-    from swechain_ci.agents.manifest import agents_dir, parse_manifest
+    from swechain_ci.agents.manifest import agents_concerned, agents_dir, parse_manifest
 
     folder = agents_dir().resolve()
-    uses: dict[Path, str] = {}
-    for name, manifest in manifests.items():
-        uses[(folder / f"{name}.yaml").resolve()] = name
-        if manifest.install.dockerfile:
-            uses[(folder / manifest.install.dockerfile).resolve()] = name
+    dockerfiles = {name: manifest.install.dockerfile for name, manifest in manifests.items()}
     chosen: list[str] = []
     for text in files:
         path = _resolve_changed(text)
         if path is None:
             _note(f"note: {text} does not exist (deleted?): left out")
             continue
-        if path.is_relative_to(folder / "files"):
-            for name in (n for n, m in manifests.items() if m.install.dockerfile and n not in chosen):
-                chosen.append(name)
-            continue
-        if path in uses:
-            name = uses[path]
+        if path.is_relative_to(folder):
+            names = agents_concerned(PurePosixPath(path.relative_to(folder).as_posix()), dockerfiles)
+            # A manifest not registered here is validated, so that a broken one fails the matrix.
+            names = [n if n in manifests else parse_manifest(path).name for n in names]
         elif path.suffix in (".yaml", ".yml") and path.parent.name == "agents":
-            name = parse_manifest(path).name  # a manifest outside this checkout's agents/: still validated
+            names = [parse_manifest(path).name]  # a manifest outside this checkout's agents/: still validated
         else:
+            names = []
+        if not names:
             _note(f"note: {text} is not an agent manifest or a file one uses: left out")
-            continue
-        if name not in chosen:
-            chosen.append(name)
+        chosen += [n for n in names if n not in chosen]
     return chosen
 
 
@@ -493,30 +487,25 @@ def _smoke_agents(reporter, files: list[str], sha: str) -> list[str]:
     (at the head) naming a changed Dockerfile."""
     import yaml
 
-    from swechain_ci.agents.manifest import AgentManifest
+    from swechain_ci.agents.manifest import AgentManifest, agents_concerned
 
-    names: list[str] = []
-    others = []
-    for path in files:
-        folder, _, name = path.partition("/")
-        if folder != "agents" or "/" in name:
-            continue
-        if name.endswith(".yaml"):
-            names.append(name[: -len(".yaml")])
-        else:
-            others.append(name)
-    if others:
+    changed = [
+        PurePosixPath(path).relative_to("agents")
+        for path in files
+        if len(PurePosixPath(path).parts) > 1 and PurePosixPath(path).parts[0] == "agents"
+    ]
+    dockerfiles: dict[str, str | None] = {}
+    if any(not agents_concerned(c, {}) for c in changed):  # not only manifests: which ones use them, at the head
         for manifest_name in reporter.names_at("agents", sha):
             if not manifest_name.endswith(".yaml"):
                 continue
             try:
                 data = yaml.safe_load(reporter.file_at(f"agents/{manifest_name}", sha) or b"")
-                dockerfile = AgentManifest.model_validate(data).install.dockerfile
+                dockerfiles[manifest_name[: -len(".yaml")]] = AgentManifest.model_validate(data).install.dockerfile
             except Exception:  # an invalid manifest is reported when it is itself changed
                 continue
-            if dockerfile in others:
-                names.append(manifest_name[: -len(".yaml")])
-    return list(dict.fromkeys(names))
+    manifests_first = sorted(changed, key=lambda c: not agents_concerned(c, {}))
+    return list(dict.fromkeys(n for c in manifests_first for n in agents_concerned(c, dockerfiles)))
 
 
 def requested_sha(text: str) -> str:
