@@ -201,8 +201,15 @@ def agents_list() -> None:
 
 
 @chain_app.command("list")
-def chain_list() -> None:
-    """List the chains in chains/: paper id, Python, steps, source kind, built oracles, spec levels."""
+def chain_list(
+    markdown: Annotated[bool, typer.Option(help="every column (package, paper id) as a GitHub table")] = False,
+) -> None:
+    """List the chains in chains/: Python, versions, steps, source kind, built oracles, spec levels, and
+    whether the SWE-Chain paper has the chain (its id is in the chain's chain.yaml, paper_id)."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
     from swechain_ci.chain.definition import available_chains, load_chain
     from swechain_ci.evaluation.oracle import built_ranges
     from swechain_ci.specs.store import levels_available
@@ -210,22 +217,33 @@ def chain_list() -> None:
     rows = []
     for name in available_chains():
         chain = load_chain(name)
-        kinds = sorted({v.source.kind for v in chain.config.versions})
         rows.append(
-            [
-                name,
-                chain.config.paper_id or "-",
-                chain.config.package,
-                chain.config.python,
-                f"{chain.versions[0]} → {chain.versions[-1]}",
-                len(chain.steps),
-                ", ".join(kinds),
-                ", ".join(built_ranges(chain)) or "-",
-                ", ".join(levels_available(chain)) or "-",
-            ]
+            {
+                "chain": name,
+                "paper id": chain.config.paper_id or "-",
+                "package": chain.config.package,
+                "python": chain.config.python,
+                "versions": f"{chain.versions[0]} → {chain.versions[-1]}",
+                "steps": str(len(chain.steps)),
+                "source": ", ".join(sorted({v.source.kind for v in chain.config.versions})),
+                "oracle (steps)": ", ".join(built_ranges(chain)) or "-",
+                "spec levels": ", ".join(levels_available(chain)) or "-",
+            }
         )
-    headers = ["chain", "paper id", "package", "python", "versions", "steps", "source", "oracle (steps)", "spec levels"]
-    typer.echo(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
+    if markdown:
+        typer.echo(
+            tabulate([list(r.values()) for r in rows], headers=list(rows[0]), tablefmt="github", disable_numparse=True)
+        )
+        return
+    shown = {"chain": "chain", "python": "python", "versions": "versions", "steps": "steps", "source": "source",
+             "oracle (steps)": "oracle", "spec levels": "levels"}  # fmt: skip
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption="paper ids and packages: chain list --markdown")
+    for header in shown.values():
+        table.add_column(header, no_wrap=header in ("chain", "versions"))
+    for row in rows:
+        table.add_row(*(row[key] for key in shown))
+    # Fits the terminal (80 columns when not one); names come from the repository's own chains/.
+    Console(highlight=False, markup=False).print(table)
 
 
 @chain_app.command("build")

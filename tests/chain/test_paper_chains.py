@@ -58,7 +58,11 @@ def test_a_paper_id_that_names_other_versions_is_refused():
 
 
 def test_chain_list_shows_every_chain_with_its_paper_id_python_and_source():
-    result = run_cli("chain", "list")
+    short = run_cli("chain", "list")
+    assert short.returncode == 0, short.stderr
+    assert max(len(line) for line in short.stdout.splitlines()) <= 80, "the terminal table fits 80 columns"
+    assert all(name in short.stdout for name in PAPER_CHAINS)
+    result = run_cli("chain", "list", "--markdown")
     assert result.returncode == 0, result.stderr
     rows = {
         line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
