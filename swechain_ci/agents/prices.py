@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from swechain_ci.errors import SwechainError, describe_validation
+from swechain_ci.models import Strict
 
 PRICES_FILE = Path(__file__).resolve().with_name("prices.yaml")
 
@@ -17,10 +18,9 @@ PRICES_FILE = Path(__file__).resolve().with_name("prices.yaml")
 # prices and cost
 
 
-class Price(BaseModel):
+class Price(Strict):
     """Dollars per million tokens."""
 
-    model_config = ConfigDict(extra="forbid")
     input: float = Field(ge=0)
     output: float = Field(ge=0)
     cache_write: float = Field(ge=0)
