@@ -539,17 +539,32 @@ def plan_command(
         typer.echo(f"  {e.request.agent} on {e.request.chain}: " + "; ".join(e.basis))
 
 
+RunDir = Annotated[Path | None, typer.Argument(help="a run's results folder", show_default=False)]
+RunDirOption = Annotated[Path | None, typer.Option("--output", help="the same folder, named as run names it")]
+
+
+def run_folder(positional: Path | None, option: Path | None) -> Path:
+    """A run's folder, given as ``run`` takes it (--output) or positionally."""
+    if positional is not None and option is not None and positional != option:
+        raise SwechainError(f"two run folders given ({positional} and --output {option}); give one")
+    folder = positional or option
+    if folder is None:
+        raise SwechainError("give the run's folder: positionally or as --output DIR, as run wrote it")
+    return folder
+
+
 @app.command("score")
-def score(output: Annotated[Path, typer.Argument(help="a run's results folder")]) -> None:
+def score(output: RunDir = None, output_option: RunDirOption = None) -> None:
     """Re-score stored results without Docker; rewrites scorecard.json and scorecard.md."""
     from swechain_ci.run import rescore
 
-    print_scorecard(rescore(output))
+    print_scorecard(rescore(run_folder(output, output_option)))
 
 
 @app.command("report")
 def report(
-    output: Annotated[Path, typer.Argument(help="a run's results folder")],
+    output: RunDir = None,
+    output_option: RunDirOption = None,
     markdown: Annotated[bool, typer.Option(help="print scorecard.md, every column, as GitHub shows it")] = False,
 ) -> None:
     """Print a run's scorecard."""
@@ -557,7 +572,7 @@ def report(
     from swechain_ci.records import read_model
     from swechain_ci.scoring.report import render
 
-    card = read_model(output / "scorecard.json", Scorecard)
+    card = read_model(run_folder(output, output_option) / "scorecard.json", Scorecard)
     if markdown:
         typer.echo(render(card))
     else:

@@ -110,3 +110,20 @@ def test_progress_is_plain_lines_off_a_terminal_and_never_reads_markup(capsys):
     err = capsys.readouterr().err
     assert "gold runs of [bold]x[/]: 0/2" in err and "gold runs of [bold]x[/]: 2/2" in err
     assert "(one [red]a[/])" in err and "[link=http://evil]y[/link]" in err and "building image [b]z[/b]" in err
+
+
+def test_an_unquoted_python_version_is_named_with_the_fix(project_copy):
+    chain_file = project_copy / "chains" / "toy" / "chain.yaml"
+    text = chain_file.read_text()
+    assert 'python: "3.11"' in text
+    chain_file.write_text(text.replace('python: "3.11"', "python: 3.10"))
+    result = run_cli("chain", "list", env={"SWECHAIN_ROOT": str(project_copy)})
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "3.1 was read as a number; quote the version" in result.stderr, result.stderr
+
+
+def test_score_and_report_take_the_folder_as_run_does(tmp_path):
+    result = run_cli("report", "--output", str(tmp_path / "none"))
+    assert result.returncode == 2 and "scorecard.json" in result.stderr
+    both = run_cli("report")
+    assert both.returncode == 2 and "give the run's folder" in both.stderr
