@@ -19,6 +19,7 @@ from tabulate import tabulate
 
 from swechain_ci.errors import SwechainError
 from swechain_ci.github.cli import ci_app
+from swechain_ci.records import RunFolder
 from swechain_ci.settings import state_home
 from swechain_ci.specs.cli import specs_app
 
@@ -441,8 +442,9 @@ def run(
 
     With --phase, run one phase of the run's current step, print that phase's summary, and
     write it to the job summary and `step`/`next` to $GITHUB_OUTPUT when in GitHub Actions."""
+    from swechain_ci.agents.manifest import scrub_runner_environment
     from swechain_ci.github.branches import RunBranch
-    from swechain_ci.run import PHASES, run_chain, run_phase
+    from swechain_ci.run import PHASES, Phase, run_chain, run_phase
 
     branch = RunBranch(git_repo, git_branch, push) if git_branch else None
     if output is None:
@@ -451,9 +453,10 @@ def run(
     if phase is None:
         if step is not None:
             raise SwechainError("--step goes with --phase; drop --step to run the whole chain")
+        runner = scrub_runner_environment(os.environ)  # nothing the agents run in this process finds the runner's
         with run_folder_lock(output):
             try:
-                card = run_chain(chain, agent, output, spec_level, steps, branch, max_steps)
+                card = run_chain(chain, agent, output, spec_level, steps, branch, max_steps, environ=runner)
             except KeyboardInterrupt:
                 raise SwechainError(
                     f"interrupted: every finished phase is kept in {output}; run the same command again to resume "
@@ -469,19 +472,18 @@ def run(
     from swechain_ci.github.phase_summaries import phase_summary
     from swechain_ci.github.reporting import write_job_summary, write_outputs
 
-    job_files = {name: os.environ[name] for name in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT") if name in os.environ}
-    done = run_phase(chain, agent, output, phase, step, spec_level, steps, branch)
-    os.environ.update(job_files)  # the run hides GITHUB_* from what its agents run; the phase has ended
+    runner = scrub_runner_environment(os.environ)  # the job's files and the grants are handed on, never inherited
+    done = run_phase(chain, agent, output, Phase(phase), step, spec_level, steps, branch, environ=runner)
     at = done.ran or done.next
     if done.ran is not None and done.ran.step is not None:
         markdown = phase_summary(output.resolve(), done.ran.step.index, phase)
     else:
         markdown = f"## {phase}\n\n{done.summary}\n"
-        if phase == "hand-on" and (output / "scorecard.json").is_file():
+        if phase == Phase.HAND_ON and RunFolder(output).scorecard.is_file():
             markdown += "\n" + phase_summary(output.resolve(), 0, phase)
     typer.echo(markdown)
-    write_job_summary(markdown)
-    write_outputs({"step": str(at.step.index) if at.step else "", "next": done.next.phase})
+    write_job_summary(markdown, environ=runner)
+    write_outputs({"step": str(at.step.index) if at.step else "", "next": done.next.phase}, environ=runner)
 
 
 @app.command("plan")
@@ -572,7 +574,7 @@ def report(
     from swechain_ci.records import read_model
     from swechain_ci.scoring.report import render
 
-    card = read_model(run_folder(output, output_option) / "scorecard.json", Scorecard)
+    card = read_model(RunFolder(run_folder(output, output_option)).scorecard, Scorecard)
     if markdown:
         typer.echo(render(card))
     else:

@@ -25,7 +25,9 @@ import tarfile
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from swechain_ci import progress
@@ -39,7 +41,7 @@ from swechain_ci.agents.base import (
     Workspace,
 )
 from swechain_ci.agents.image import ensure_agent_image
-from swechain_ci.agents.manifest import AgentManifest, granted_secrets, scrub_runner_environment
+from swechain_ci.agents.manifest import AgentManifest, granted_secrets
 from swechain_ci.agents.session import SessionTooLarge, export_session, import_session
 from swechain_ci.agents.triage import InfraFailure
 from swechain_ci.chain import sources, trees
@@ -72,7 +74,7 @@ from swechain_ci.models import (
     TestRun,
     Usage,
 )
-from swechain_ci.records import read_model, write_bytes, write_model, write_text
+from swechain_ci.records import RunFolder, read_model, write_bytes, write_model, write_text
 from swechain_ci.scoring import integrity
 from swechain_ci.scoring.fix_report import build_report
 from swechain_ci.scoring.report import write_scorecard
@@ -83,17 +85,13 @@ PROMPTS = Path(__file__).resolve().parent / "agents" / "prompts"
 ARCHIVE_DIR = "/archive"
 
 
-def step_dir(output: Path, step: StepOracle) -> Path:
-    return output / "steps" / f"{step.index:02d}-{step.prev_version}-{step.next_version}"
-
-
 def finished_steps(output: Path) -> list[StepRecord]:
-    return sorted((read_model(p, StepRecord) for p in output.glob("steps/*/step.json")), key=lambda s: s.index)
+    return sorted((read_model(p, StepRecord) for p in RunFolder(output).step_records()), key=lambda s: s.index)
 
 
 def open_run(output: Path, chain: Chain, agent: Agent, level: str) -> RunRecord | None:
     """The existing run in ``output`` if it is this run; refuse anything else without touching it."""
-    record_path = output / "run.json"
+    record_path = RunFolder(output).record
     if record_path.exists():
         record = read_model(record_path, RunRecord)
         mine = (chain.id, chain.step_range, agent.name, level)
@@ -129,9 +127,10 @@ def restore(archive: Path, dest: Path) -> None:
         ) from None
 
 
-def secrets_for(manifest: AgentManifest) -> dict[str, str]:
-    """The values the runner grants the agent (SWECHAIN_SECRET_<AGENT>__<NAME>); never stored."""
-    return granted_secrets(manifest, os.environ)
+def secrets_for(manifest: AgentManifest, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The values the runner grants the agent (SWECHAIN_SECRET_<AGENT>__<NAME>); never stored.
+    ``environ``: the runner's variables the CLI took out of this process (default: the process's)."""
+    return granted_secrets(manifest, os.environ if environ is None else environ)
 
 
 def agent_network(manifest: AgentManifest) -> str:
@@ -149,8 +148,18 @@ def agent_network(manifest: AgentManifest) -> str:
     return network
 
 
-PHASES = ("build", "evaluate", "fix", "evaluate-fix", "hand-on")
-AGENT_PHASE_OF = {"build": "build", "evaluate": "build", "fix": "fix", "evaluate-fix": "fix"}
+class Phase(StrEnum):
+    """A step's phases, in order; a job runs one."""
+
+    BUILD = "build"
+    EVALUATE = "evaluate"
+    FIX = "fix"
+    EVALUATE_FIX = "evaluate-fix"
+    HAND_ON = "hand-on"
+
+
+PHASES = tuple(Phase)
+DONE = "done"  # where a finished run stands
 
 
 @dataclass(frozen=True)
@@ -158,15 +167,15 @@ class Position:
     """Where a run stands: the first unfinished phase (``step`` is None once the run is done)."""
 
     step: StepOracle | None
-    phase: str  # one of PHASES, or "done"
+    phase: Phase | str  # a Phase, or DONE
 
     def key(self) -> tuple[int, int]:
         if self.step is None:
             return (10**9, 0)
-        return (self.step.index, PHASES.index(self.phase))
+        return (self.step.index, PHASES.index(Phase(self.phase)))
 
     def __str__(self) -> str:
-        return "done" if self.step is None else f"step {self.step.index} {self.phase}"
+        return DONE if self.step is None else f"step {self.step.index} {self.phase}"
 
 
 @dataclass(frozen=True)
@@ -194,18 +203,19 @@ class ChainRun:
         output: Path,
         specs: dict[tuple[str, str], str],
         branch: RunBranch | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.sandbox, self.chain, self.agent, self.manifest, self.oracle = sandbox, chain, agent, manifest, oracle
         self.branch = branch
         self.images, self.output, self.specs = chain_images, output, specs
-        self.secrets = secrets_for(manifest)
-        scrub_runner_environment(os.environ)  # nothing the agents run in this process can find the runner's tokens
+        self.folder = RunFolder(output)
+        self.secrets = secrets_for(manifest, environ)
 
     # -- records --------------------------------------------------------------------------------
 
     @property
     def record(self) -> RunRecord:
-        return read_model(self.output / "run.json", RunRecord)
+        return read_model(self.folder.record, RunRecord)
 
     @property
     def labels(self) -> dict[str, str]:
@@ -213,16 +223,21 @@ class ChainRun:
 
     def position(self) -> Position:
         if self.record.status != "running":  # a stopped run is reopened by load_run
-            return Position(None, "done")
+            return Position(None, DONE)
         done = finished_steps(self.output)
         if done and (done[-1].agent_failed or len(done) == len(self.oracle.steps)):
-            return Position(self.oracle.steps[len(done) - 1], "hand-on")
+            return Position(self.oracle.steps[len(done) - 1], Phase.HAND_ON)
         step = self.oracle.steps[len(done)]
-        folder = step_dir(self.output, step)
-        for phase, marker in (("build", "agent-build.json"), ("evaluate", "evaluate.json"), ("fix", "agent-fix.json")):
-            if not (folder / marker).exists():
+        folder = self.folder.step(step)
+        markers = (
+            (Phase.BUILD, folder.agent("build")),
+            (Phase.EVALUATE, folder.evaluation),
+            (Phase.FIX, folder.agent("fix")),
+        )
+        for phase, marker in markers:
+            if not marker.exists():
                 return Position(step, phase)
-        return Position(step, "evaluate-fix")
+        return Position(step, Phase.EVALUATE_FIX)
 
     def reopen(self) -> None:
         """A stopped run resumes at the step whose agent failed: that step was not finished. A
@@ -235,8 +250,8 @@ class ChainRun:
         done = finished_steps(self.output)
         if done and done[-1].agent_failed:
             progress.say(f"step {done[-1].index} ended with a failed agent; running it again")
-            shutil.rmtree(step_dir(self.output, self.oracle.steps[len(done) - 1]))
-        write_model(self.output / "run.json", record.model_copy(update={"status": "running", "stop_reason": None}))
+            shutil.rmtree(self.folder.step(self.oracle.steps[len(done) - 1]).path)
+        write_model(self.folder.record, record.model_copy(update={"status": "running", "stop_reason": None}))
 
     def write_scorecard(self) -> None:
         write_scorecard(
@@ -250,7 +265,8 @@ class ChainRun:
                 trees.copy_tree(sources.materialize(self.chain, self.chain.versions[0]).code, dest)
                 return dest
             step, name = self.oracle.steps[self.oracle.steps.index(step) - 1], "final"
-        archive = step_dir(self.output, step) / ("code.tar.gz" if name == "final" else f"code-{name}.tar.gz")
+        folder = self.folder.step(step)
+        archive = folder.final_code if name == "final" else folder.code(name)
         restore(archive, dest)
         return dest
 
@@ -274,17 +290,17 @@ class ChainRun:
     def agent_phase(self, name: AgentPhase, step: StepOracle, work: Path) -> None:
         """Build or Fix: the agent at work in a fresh container holding the code it starts from.
         Leaves ``agent-<name>.json`` (written last), ``code-<name>.tar.gz``, ``<name>.diff`` and the log."""
-        folder = step_dir(self.output, step)
+        folder = self.folder.step(step)
         before = self.code(step, "start" if name == "build" else "build", work / "before")
         after = work / "after"
         fix_report, session_id, session_archive, cli_session = None, str(uuid.uuid4()), None, None
         if name == "fix":
-            fix_report = (folder / "fix_report.md").read_text()
-            built = read_model(folder / "agent-build.json", AgentPhaseRecord)
+            fix_report = folder.fix_report.read_text()
+            built = read_model(folder.agent("build"), AgentPhaseRecord)
             if self.manifest.session == "resume":
                 session_id = built.session_id  # a new session where the Build's state was not kept
                 cli_session = built.agent.cli_session
-                session_archive = (folder / "session.tar.gz").read_bytes() if built.session == "kept" else None
+                session_archive = folder.session.read_bytes() if built.session == "kept" else None
         prev = None
         if name == "build" and step.index != self.oracle.steps[0].index:
             # prev needs nothing from the agent: its evaluation runs while the agent works.
@@ -323,7 +339,7 @@ class ChainRun:
                 prompt=prompt,
                 workspace=workspace,
                 chain=self.chain,
-                log=folder / "logs" / f"agent-{name}.log",
+                log=folder.agent_log(name),
                 session_id=session_id,
                 limits=self.manifest.limits,
                 secrets=self.secrets,
@@ -353,7 +369,7 @@ class ChainRun:
             session, note = "none", ""
             if name == "build" and self.manifest.session == "resume":
                 try:
-                    write_bytes(folder / "session.tar.gz", export_session(workspace, self.secrets))
+                    write_bytes(folder.session, export_session(workspace, self.secrets))
                     session = "kept"
                 except SessionTooLarge as exc:
                     session, note = "dropped", f"{exc}: the Fix starts a new session"
@@ -361,16 +377,16 @@ class ChainRun:
             container.remove()
         if prev is not None:
             try:
-                write_model(folder / "prev-run.json", PrevRun(code_sha256=trees.digest(before), run=prev.result()))
+                write_model(folder.prev_run, PrevRun(code_sha256=trees.digest(before), run=prev.result()))
             except Exception as exc:  # the evaluation phase runs it again
                 progress.say(
                     f"step {step.index}: the prev evaluation failed alongside the agent ({exc}); it runs again later"
                 )
         patch = trees.diff(before, after)
-        write_text(folder / f"{name}.diff", patch)
-        write_bytes(folder / f"code-{name}.tar.gz", snapshot(after))
+        write_text(folder.diff(name), patch)
+        write_bytes(folder.code(name), snapshot(after))
         write_model(
-            folder / f"agent-{name}.json",
+            folder.agent(name),
             AgentPhaseRecord(
                 phase=name,
                 agent=outcome,
@@ -387,7 +403,7 @@ class ChainRun:
         """Earlier steps' code, inside the container where the agent user cannot read it."""
         workspace.container.exec(["mkdir", "-m", "700", "-p", ARCHIVE_DIR], user=0)
         for earlier in self.oracle.steps[: self.oracle.steps.index(step)]:
-            archive = (step_dir(self.output, earlier) / "code.tar.gz").read_bytes()
+            archive = self.folder.step(earlier).final_code.read_bytes()
             workspace.container.put_tree(
                 single_file_tar(f"step-{earlier.index:02d}.tar.gz", archive, 0, 0o600), ARCHIVE_DIR
             )
@@ -398,8 +414,8 @@ class ChainRun:
         self, name: str, step: StepOracle, code: Path, prev_outcomes: dict[str, Status], runs: dict[str, TestRun]
     ) -> PhaseRecord:
         """The agent phase ``name``'s record with its hidden-test run; ``runs`` reuses a run of identical code."""
-        folder = step_dir(self.output, step)
-        agent = read_model(folder / f"agent-{name}.json", AgentPhaseRecord)
+        folder = self.folder.step(step)
+        agent = read_model(folder.agent(name), AgentPhaseRecord)
         if agent.code_sha256 not in runs:
             progress.say(f"step {step.index}/{len(self.oracle.steps)} {name}: hidden tests of {step.next_version}")
             runs[agent.code_sha256] = evaluate(
@@ -418,7 +434,7 @@ class ChainRun:
         outcomes = resolve(run, step.new_gold)
         universe = scored_universe(step.new_gold, [*step.flaky, *step.needs_network])
         categories = categorize(step.upgrade_related, universe, prev_outcomes, outcomes)
-        write_text(folder / "logs" / f"tests-{name}.log", run.output_tail)
+        write_text(folder.tests_log(name), run.output_tail)
         return PhaseRecord(
             phase=name,
             agent=agent.agent,
@@ -434,16 +450,16 @@ class ChainRun:
     def evaluate_build(self, step: StepOracle, work: Path) -> None:
         """Hidden tests on prev and on the Build. Finishes the step, or grants the one Fix
         (``evaluate.json`` and ``fix_report.md``) on an execution error."""
-        folder = step_dir(self.output, step)
-        for stale in ("evaluate.json", "fix_report.md"):
-            (folder / stale).unlink(missing_ok=True)
+        folder = self.folder.step(step)
+        for stale in (folder.evaluation, folder.fix_report):
+            stale.unlink(missing_ok=True)
         runs: dict[str, TestRun] = {}
         prev_run = None
         if step.index == self.oracle.steps[0].index:
             prev_outcomes = step.old_gold  # prev at the first step is old gold by definition
         else:
             prev = self.code(step, "start", work / "prev")
-            ran = folder / "prev-run.json"
+            ran = folder.prev_run
             ran_alongside = read_model(ran, PrevRun) if ran.is_file() else None
             if ran_alongside is not None and ran_alongside.code_sha256 == trees.digest(prev):
                 prev_run = ran_alongside.run  # evaluated while the agent worked
@@ -471,15 +487,14 @@ class ChainRun:
         )
         if build.agent.status == "ok" and build.execution_error:
             report = build_report(build.run)
-            write_text(folder / "fix_report.md", report)
-            write_model(folder / "evaluate.json", record.model_copy(update={"fix_report": report}))
+            write_text(folder.fix_report, report)
+            write_model(folder.evaluation, record.model_copy(update={"fix_report": report}))
         else:
             self.finish_step(step, record, "build")
         self.commit(code, self.title(step, "evaluate"))
 
     def evaluate_fix(self, step: StepOracle, work: Path) -> None:
-        folder = step_dir(self.output, step)
-        record = read_model(folder / "evaluate.json", StepRecord)
+        record = read_model(self.folder.step(step).evaluation, StepRecord)
         code = self.code(step, "fix", work / "fix")
         scored_prev = integrity.prev_for_scoring(record.prev_outcomes, record.old_gold, record.integrity_flags)
         fix = self.evaluated("fix", step, code, scored_prev, {record.build.code_sha256: record.build.run})
@@ -490,11 +505,11 @@ class ChainRun:
         return next((s for s in finished_steps(self.output) if s.index == step.index - 1), None)
 
     def finish_step(self, step: StepOracle, record: StepRecord, final: str) -> None:
-        folder = step_dir(self.output, step)
+        folder = self.folder.step(step)
         record.integrity_flags = integrity.step_flags(record, self.previous(step), self.record.import_name)
         record = record.model_copy(update={"usage": Usage.total([p.agent for p in (record.build, record.fix) if p])})
-        write_bytes(folder / "code.tar.gz", (folder / f"code-{final}.tar.gz").read_bytes())
-        write_model(folder / "step.json", record)  # written last: its presence marks the step finished
+        write_bytes(folder.final_code, folder.code(final).read_bytes())
+        write_model(folder.record, record)  # written last: its presence marks the step finished
         self.write_scorecard()
 
     def hand_on(self, step: StepOracle, work: Path) -> None:
@@ -514,7 +529,7 @@ class ChainRun:
         else:
             record = record.model_copy(update={"status": "finished"})
             message = f"finished: {self.chain.id} steps {self.chain.step_range}"
-        write_model(self.output / "run.json", record)
+        write_model(self.folder.record, record)
         self.write_scorecard()
         if self.branch:
             self.branch.commit(self.code(step, "final", work / "final"), self.output, message)
@@ -524,24 +539,18 @@ class ChainRun:
     def pause(self, step: StepOracle, failure: InfraFailure, work: Path) -> None:
         """An infrastructure failure: the phase is not recorded (its step is not scored), its logs
         are kept aside, and the run pauses; resuming runs that phase again."""
-        logs = step_dir(self.output, step) / "logs"
-        kept = (
-            self.output
-            / "infra-errors"
-            / f"{step_dir(self.output, step).name}-{failure.phase}-{time.strftime('%Y%m%dT%H%M%S')}"
-        )
-        for name in (f"agent-{failure.phase}.log", f"trajectory-{failure.phase}.jsonl"):
-            if (logs / name).exists():
+        folder = self.folder.step(step)
+        kept = self.folder.infra_errors / f"{folder.path.name}-{failure.phase}-{time.strftime('%Y%m%dT%H%M%S')}"
+        for log in (folder.agent_log(failure.phase), folder.trajectory(failure.phase)):
+            if log.exists():
                 kept.mkdir(parents=True, exist_ok=True)
-                shutil.move(logs / name, kept / name)
+                shutil.move(log, kept / log.name)
         reason = (
             f"step {step.index} {failure.phase}: infrastructure failure ({failure.signature}), not scored: "
             f"{failure.detail}"[:400]
             + "; resume with the same `swechain-ci run` command, or dispatch the workflow again with this run id"
         )
-        write_model(
-            self.output / "run.json", self.record.model_copy(update={"status": "paused", "stop_reason": reason})
-        )
+        write_model(self.folder.record, self.record.model_copy(update={"status": "paused", "stop_reason": reason}))
         progress.say(f"paused: {reason}")
         self.write_scorecard()
         if self.branch:
@@ -551,59 +560,65 @@ class ChainRun:
                 f"paused: step {step.index} {failure.phase}: infrastructure failure",
             )
 
+    def build(self, step: StepOracle, work: Path) -> None:
+        shutil.rmtree(self.folder.step(step).path, ignore_errors=True)  # a phase cut short starts over
+        if self.branch and self.branch.head() is None:
+            self.branch.commit(
+                self.code(step, "start", work / "start"),
+                self.output,
+                f"start: {self.chain.config.package} {self.chain.versions[0]}",
+            )
+        self.agent_phase("build", step, work)
+
+    def fix(self, step: StepOracle, work: Path) -> None:
+        self.agent_phase("fix", step, work)
+
+    def handler(self, phase: Phase) -> Callable[[StepOracle, Path], None]:
+        """The method that runs ``phase`` of a step, in a scratch folder of its own."""
+        return {
+            Phase.BUILD: self.build,
+            Phase.EVALUATE: self.evaluate_build,
+            Phase.FIX: self.fix,
+            Phase.EVALUATE_FIX: self.evaluate_fix,
+            Phase.HAND_ON: self.hand_on,
+        }[phase]
+
     def run_phase(self, position: Position) -> None:
-        step, phase = position.step, position.phase
+        step = position.step
         assert step is not None
         removed = self.sandbox.remove_labelled(self.labels)
         if removed:
             progress.say(f"removed {removed} container(s) left by an interrupted phase")
         with tempfile.TemporaryDirectory(prefix="swechain-run-") as tmp:
-            work = Path(tmp)
             try:
-                if phase == "build":
-                    shutil.rmtree(step_dir(self.output, step), ignore_errors=True)  # a phase cut short starts over
-                    if self.branch and self.branch.head() is None:
-                        self.branch.commit(
-                            self.code(step, "start", work / "start"),
-                            self.output,
-                            f"start: {self.chain.config.package} {self.chain.versions[0]}",
-                        )
-                    self.agent_phase("build", step, work)
-                elif phase == "evaluate":
-                    self.evaluate_build(step, work)
-                elif phase == "fix":
-                    self.agent_phase("fix", step, work)
-                elif phase == "evaluate-fix":
-                    self.evaluate_fix(step, work)
-                else:
-                    self.hand_on(step, work)
+                self.handler(Phase(position.phase))(step, Path(tmp))
             except InfraFailure as failure:
-                self.pause(step, failure, work)
+                self.pause(step, failure, Path(tmp))
 
     def execute(self, max_steps: int | None = None) -> None:
         """The local run: every phase in sequence, exactly as the jobs of a dispatched run."""
         done = finished_steps(self.output)
         first = self.position()
-        if done and first.phase != "done":
+        if done and first.phase != DONE:
             progress.say(
                 f"resuming after step {done[-1].index}"
-                + ("" if first.phase in ("build", "hand-on") else f", at {first}")
+                + ("" if first.phase in (Phase.BUILD, Phase.HAND_ON) else f", at {first}")
             )
         started: set[int] = set()
         while (position := self.position()).step is not None:
             assert position.step is not None
-            if position.phase == "build" and max_steps is not None and len(started) >= max_steps:
+            if position.phase == Phase.BUILD and max_steps is not None and len(started) >= max_steps:
                 progress.say(f"paused after {max_steps} step(s); run again to continue")
                 return
             started.add(position.step.index)
             self.run_phase(position)
 
-    def execute_phase(self, phase: str, step_index: int | None) -> PhaseOutcome:
+    def execute_phase(self, phase: Phase, step_index: int | None) -> PhaseOutcome:
         """One job's phase. A phase already done (a re-run, or a run dispatched again) is
         skipped; asking for a phase whose predecessors have not run is an error."""
         current = self.position()
         wanted_step = current.step.index if step_index is None and current.step else step_index
-        wanted = (wanted_step if wanted_step is not None else 10**9, PHASES.index(phase))
+        wanted = (wanted_step if wanted_step is not None else 10**9, PHASES.index(Phase(phase)))
         if current.step is None or wanted < current.key():
             say = f"step {wanted_step} {phase}: already done (the run is at {current}); nothing to do"
             progress.say(say)
@@ -624,16 +639,19 @@ def load_run(
     steps: str | None,
     branch: RunBranch | None,
     from_branch: bool = False,
+    environ: Mapping[str, str] | None = None,
 ) -> ChainRun | None:
     """Open (or start) the run in ``output``; None if it is finished. ``from_branch``: the
-    branch's records replace the folder's (a job's view of the run is the branch's)."""
+    branch's records replace the folder's (a job's view of the run is the branch's).
+    ``environ``: the runner's variables (the agent's grants), when the CLI took them out of the process."""
     chain = load_chain(chain_name).select_steps(steps)
     agent, manifest = resolve_agent(agent_spec)
     level, specs = run_specs(chain, spec_level, reads_spec=manifest.kind != "builtin")
-    secrets_for(manifest)  # fail before any work when a variable or network is missing
+    secrets_for(manifest, environ)  # fail before any work when a variable or network is missing
     agent_network(manifest)
     output = output.resolve()
-    if branch and (from_branch or not (output / "run.json").exists()):
+    folder = RunFolder(output)
+    if branch and (from_branch or not folder.record.exists()):
         branch.restore_records(output, replace=from_branch)  # a run that stopped elsewhere resumes from its branch
     record = open_run(output, chain, agent, level)
     if record is not None and record.status == "finished":
@@ -654,8 +672,8 @@ def load_run(
             steps_planned=plan(oracle.steps),
         )
         output.mkdir(parents=True, exist_ok=True)
-        write_model(output / "run.json", record)
-        write_model(output / "agent.json", manifest)
+        write_model(folder.record, record)
+        write_model(folder.manifest, manifest)
     elif record.oracle_hash != oracle.inputs_hash:
         raise SwechainError(
             f"{output}: the chain's oracle changed since this run started (images or chain.yaml differ); "
@@ -663,10 +681,10 @@ def load_run(
         )
     elif not record.steps_planned:  # a run started before ranking plans: give it one
         write_model(
-            output / "run.json",
+            folder.record,
             record.model_copy(update={"import_name": chain.config.import_name, "steps_planned": plan(oracle.steps)}),
         )
-    run = ChainRun(sandbox, chain, agent, manifest, oracle, chain_images, output, specs, branch)
+    run = ChainRun(sandbox, chain, agent, manifest, oracle, chain_images, output, specs, branch, environ)
     run.reopen()
     return run
 
@@ -679,9 +697,10 @@ def run_chain(
     steps: str | None = None,
     branch: RunBranch | None = None,
     max_steps: int | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Scorecard:
     """The whole run here, phase after phase."""
-    run = load_run(chain_name, agent_spec, output, spec_level, steps, branch)
+    run = load_run(chain_name, agent_spec, output, spec_level, steps, branch, environ=environ)
     if run is None:
         progress.say(f"{output} holds a finished run; re-scoring it")
     else:
@@ -693,24 +712,25 @@ def run_phase(
     chain_name: str,
     agent_spec: str,
     output: Path,
-    phase: str,
+    phase: Phase,
     step: int | None = None,
     spec_level: str | None = None,
     steps: str | None = None,
     branch: RunBranch | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> PhaseOutcome:
     """One phase, as a job runs it: the run's state comes from the branch when there is one."""
-    run = load_run(chain_name, agent_spec, output, spec_level, steps, branch, from_branch=branch is not None)
+    run = load_run(chain_name, agent_spec, output, spec_level, steps, branch, branch is not None, environ)
     if run is None:
         say = f"the run in {output} is finished; nothing to do"
         progress.say(say)
-        return PhaseOutcome(None, Position(None, "done"), say)
+        return PhaseOutcome(None, Position(None, DONE), say)
     return run.execute_phase(phase, step)
 
 
 def rescore(output: Path) -> Scorecard:
     """Recompute the scorecard from stored records alone; no Docker."""
-    record = read_model(output / "run.json", RunRecord)
+    record = read_model(RunFolder(output).record, RunRecord)
     card = scorecard(record, finished_steps(output), integrity.read_clearance(output))
     write_scorecard(output, card)
     return card

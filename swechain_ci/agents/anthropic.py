@@ -94,11 +94,12 @@ from pydantic import Field, ValidationError
 
 from swechain_ci.agents.base import CODE_DIR, FIX_REPORT_FILE, SPEC_FILE, PhaseContext
 from swechain_ci.agents.manifest import AgentManifest
-from swechain_ci.agents.prices import PRICES_FILE, TokenUsage, load_prices, prices_date
 from swechain_ci.agents.tools import ContainerTools, ToolResult
 from swechain_ci.agents.triage import classify
 from swechain_ci.errors import SwechainError, describe_validation
 from swechain_ci.models import AgentOutcome, Strict
+from swechain_ci.prices import PRICES_FILE, TokenUsage, load_prices, prices_date
+from swechain_ci.records import trajectory_name
 
 SDK_DIR = Path(anthropic.__file__).parent
 # Tool outputs of the last user messages that context compaction leaves alone.
@@ -298,7 +299,7 @@ def block_dict(block: Any) -> dict[str, Any]:
 def build_conversation(ctx: PhaseContext) -> list[dict[str, Any]] | None:
     """The Build conversation of this step's session, from its trajectory (beside the phase
     log; written by the harness, never by the agent), for a Fix run by another process."""
-    path = ctx.log.with_name("trajectory-build.jsonl")
+    path = ctx.log.with_name(trajectory_name("build"))
     if not path.is_file():
         return None
     messages: list[dict[str, Any]] = []
@@ -384,7 +385,7 @@ class Session:
         ctx = self.ctx
         self.started = time.monotonic()
         self.deadline = self.started + ctx.limits.wall_s
-        self.trajectory = Trajectory(ctx.log.with_name(f"trajectory-{ctx.phase}.jsonl"))
+        self.trajectory = Trajectory(ctx.log.with_name(trajectory_name(ctx.phase)))
         self.log = PhaseLog(ctx.log, ctx.limits.output_bytes)
         self.tools = ContainerTools(ctx, self.agent.options.tool_output_chars)
         config = ctx.chain.config

@@ -21,10 +21,10 @@ from swechain_ci.agents.base import (
     PhaseContext,
 )
 from swechain_ci.agents.manifest import AgentLimits, AgentManifest
-from swechain_ci.agents.prices import load_prices, price_for, prices_date
 from swechain_ci.agents.streams import LiveParse
 from swechain_ci.agents.triage import classify
 from swechain_ci.models import AgentOutcome
+from swechain_ci.prices import load_prices, price_for, prices_date
 
 TRIAGED_TAIL = 1500  # characters of a failed CLI's output that are triaged
 

@@ -241,20 +241,18 @@ def granted_secrets(manifest: AgentManifest, environ: dict[str, str] | os._Envir
     return {name: grants[grant_name(manifest.name, name)] for name in manifest.env}
 
 
-def scrub_runner_environment(environ: dict[str, str] | os._Environ[str]) -> list[str]:
-    """Remove the runner's internals, every grant and the grants file's path from ``environ`` (call
-    after reading this agent's grants), so that nothing running later in this process finds them;
-    returns the names removed."""
-    removed = [
+def scrub_runner_environment(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    """Take the runner's internals and every grant out of ``environ``, so that nothing running later
+    in this process finds them; returns what it took (the caller hands on what it needs: the
+    agent's grants, the job's summary and output files)."""
+    names = [
         name
         for name in list(environ)
         if name.startswith(SECRET_PREFIX)
         or name == GRANTS_FILE_ENV
         or re.fullmatch(r"(GITHUB|ACTIONS|RUNNER)_.*", name)
     ]
-    for name in removed:
-        del environ[name]
-    return removed
+    return {name: environ.pop(name) for name in names}
 
 
 def agents_dir() -> Path:

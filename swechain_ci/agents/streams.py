@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from swechain_ci.agents.prices import Price, TokenUsage
+from swechain_ci.prices import Price, TokenUsage
 
 MAX_LINE = 4_000_000  # longer lines (a huge tool output) are skipped, not buffered without bound
 

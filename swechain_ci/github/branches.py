@@ -1,7 +1,7 @@
 """A chain run as a git branch: one commit per agent phase, pushed as it lands.
 
 Each commit's tree is the agent's codebase after that phase, plus the run's
-records under ``.swechain/`` (run.json, steps/*, scorecard); the agent's own ``.swechain`` and
+records under ``.swechain/`` (the run's folder, swechain_ci/records.py); the agent's own ``.swechain`` and
 ``.github`` are left out (``LEFT_OUT``). A run that stops
 on one machine resumes on another from its branch: the records come back from
 the branch head. Commits are written with git plumbing into the repository's
@@ -19,6 +19,7 @@ from pathlib import Path
 from swechain_ci import progress
 from swechain_ci.chain import trees
 from swechain_ci.errors import SwechainError
+from swechain_ci.records import RunFolder
 
 RECORDS = ".swechain"
 # What a run branch never carries from the agent's tree, in order, and why (the commit says so).
@@ -86,7 +87,7 @@ class RunBranch:
         listing = self.git("ls-tree", "-r", "--name-only", head, RECORDS)
         if not listing:
             return False
-        if replace and output.is_dir() and any(output.iterdir()) and not (output / "run.json").is_file():
+        if replace and output.is_dir() and any(output.iterdir()) and not RunFolder(output).record.is_file():
             raise SwechainError(f"{output} holds files but no run.json; give the run's own --output folder")
         archive = subprocess.run(
             ["git", f"--git-dir={self.git_dir}", "archive", head, RECORDS], capture_output=True, check=True

@@ -22,6 +22,7 @@ import typer
 
 from swechain_ci.errors import SwechainError
 from swechain_ci.models import RunRecord, Scorecard
+from swechain_ci.records import RunFolder
 
 if TYPE_CHECKING:
     from swechain_ci.agents.manifest import AgentManifest
@@ -186,7 +187,7 @@ def _specified(chain_id: str) -> bool:
 def _scorecard(run_dir: Path) -> Scorecard:
     from swechain_ci.records import read_model
 
-    path = run_dir / "scorecard.json"
+    path = RunFolder(run_dir).scorecard
     if not path.is_file():
         if not run_dir.is_dir():
             raise SwechainError(f"{run_dir} is not a folder: give a run's results folder")
@@ -197,7 +198,7 @@ def _scorecard(run_dir: Path) -> Scorecard:
 def _run_record(run_dir: Path) -> RunRecord:
     from swechain_ci.records import read_model
 
-    path = run_dir / "run.json"
+    path = RunFolder(run_dir).record
     if not path.is_file():
         raise SwechainError(f"{path} does not exist: give a run's results folder (it holds run.json)")
     return read_model(path, RunRecord)
@@ -312,7 +313,7 @@ def status(
     from swechain_ci.github.reporting import GitHubReporter
 
     run = _run_record(run_dir)
-    card = _scorecard(run_dir) if (run_dir / "scorecard.json").is_file() else None
+    card = _scorecard(run_dir) if RunFolder(run_dir).scorecard.is_file() else None
     state, description = status_for(run, card)
     name = context or f"swechain-ci/{run.agent}/{run.chain}"
     with GitHubReporter.from_env() as reporter:

@@ -20,7 +20,7 @@ from tabulate import tabulate
 from swechain_ci.errors import SwechainError
 from swechain_ci.markdown import block
 from swechain_ci.models import AgentPhaseRecord, Category, Scorecard, StepRecord
-from swechain_ci.records import read_model
+from swechain_ci.records import RunFolder, StepFolder, read_model
 from swechain_ci.scoring.report import metric_cells, render
 from swechain_ci.scoring.score import category_tally, step_metrics
 
@@ -34,11 +34,11 @@ def fenced(text: str, limit: int = FENCED_LIMIT) -> str:
     return block(text, limit=None)
 
 
-def step_folder(output: Path, index: int) -> Path:
-    found = sorted(output.glob(f"steps/{index:02d}-*"))
-    if not found:
+def step_folder(output: Path, index: int) -> StepFolder:
+    found = RunFolder(output).step_at(index)
+    if found is None:
         raise SwechainError(f"{output} holds no records of step {index}")
-    return found[0]
+    return found
 
 
 def agent_table(record: AgentPhaseRecord) -> str:
@@ -76,7 +76,7 @@ def step_table(record: StepRecord, finished: bool) -> str:
 
 
 def chain_totals(output: Path) -> str:
-    path = output / "scorecard.json"
+    path = RunFolder(output).scorecard
     if not path.is_file():
         return "No step is finished yet."
     card = read_model(path, Scorecard)
@@ -89,17 +89,17 @@ def chain_totals(output: Path) -> str:
 def phase_summary(output: Path, step: int, phase: str) -> str:
     """The Markdown a phase's job writes to its summary."""
     if phase == "hand-on":
-        return render(read_model(output / "scorecard.json", Scorecard))
+        return render(read_model(RunFolder(output).scorecard, Scorecard))
     folder = step_folder(output, step)
-    title = f"## Step {step} ({folder.name.split('-', 1)[1].replace('-', ' → ', 1)}): {phase}"
+    title = f"## Step {step} ({folder.path.name.split('-', 1)[1].replace('-', ' → ', 1)}): {phase}"
     if phase == "build":
-        record = read_model(folder / "agent-build.json", AgentPhaseRecord)
+        record = read_model(folder.agent("build"), AgentPhaseRecord)
         return (
             "\n\n".join([title, agent_table(record), "The agent's last words:", fenced(record.agent.detail[-2000:])])
             + "\n"
         )
-    finished = (folder / "step.json").is_file()
-    step_record = read_model(folder / ("step.json" if finished else "evaluate.json"), StepRecord)
+    finished = folder.record.is_file()
+    step_record = read_model(folder.record if finished else folder.evaluation, StepRecord)
     if phase == "evaluate":
         verdict = (
             "The Build has an execution error: the one Fix is granted."
@@ -109,7 +109,7 @@ def phase_summary(output: Path, step: int, phase: str) -> str:
         return "\n\n".join([title, step_table(step_record, finished), verdict, chain_totals(output)]) + "\n"
     if phase == "evaluate-fix":
         return "\n\n".join([title, step_table(step_record, finished), chain_totals(output)]) + "\n"
-    fix = read_model(folder / "agent-fix.json", AgentPhaseRecord)
+    fix = read_model(folder.agent("fix"), AgentPhaseRecord)
     return (
         "\n\n".join(
             [title, "The Fix report the agent answered:", fenced(step_record.fix_report or ""), agent_table(fix)]

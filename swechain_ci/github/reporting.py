@@ -112,13 +112,16 @@ def fit_description(text: str, limit: int = DESCRIPTION_LIMIT) -> str:
     return plain(text, limit)
 
 
-def write_job_summary(markdown: str, limit: int = SUMMARY_LIMIT) -> Path | None:
+def write_job_summary(
+    markdown: str, limit: int = SUMMARY_LIMIT, environ: Mapping[str, str] | None = None
+) -> Path | None:
     """Append to ``$GITHUB_STEP_SUMMARY``, keeping the whole file within ``limit`` bytes.
 
     What does not fit is cut at a line boundary and replaced by a note. Without the
     variable (a local run) nothing is written, a message says so, and ``None`` is returned.
+    ``environ``: the job's variables, when taken out of the process (default: the process's).
     """
-    name = os.environ.get("GITHUB_STEP_SUMMARY", "").strip()
+    name = (os.environ if environ is None else environ).get("GITHUB_STEP_SUMMARY", "").strip()
     if not name:
         print("GITHUB_STEP_SUMMARY is not set (not in GitHub Actions): no job summary written", file=sys.stderr)
         return None
@@ -142,9 +145,9 @@ def write_job_summary(markdown: str, limit: int = SUMMARY_LIMIT) -> Path | None:
     return path
 
 
-def write_outputs(values: dict[str, str]) -> Path | None:
+def write_outputs(values: dict[str, str], environ: Mapping[str, str] | None = None) -> Path | None:
     """Set a step's outputs (``$GITHUB_OUTPUT``); nothing outside GitHub Actions."""
-    name = os.environ.get("GITHUB_OUTPUT", "").strip()
+    name = (os.environ if environ is None else environ).get("GITHUB_OUTPUT", "").strip()
     if not name:
         return None
     for key, value in values.items():

@@ -40,11 +40,10 @@ from swechain_ci.models import (
     StepRecord,
     TestRun,
 )
-from swechain_ci.records import read_model, write_model
+from swechain_ci.records import RunFolder, read_model, write_model
 
 SKIPPED_ON_CANDIDATE = "skipped_on_candidate"
 PREV_IMPORT_FAILURE = "prev_import_failure"
-CLEARANCE_FILE = "integrity-clearance.json"
 DETAIL_CHARS = 500
 # What an honest "not there yet" looks like: a name or a module the code does not have.
 MISSING_NAME = re.compile(r"^(ImportError: cannot import name |ModuleNotFoundError: No module named )")
@@ -206,7 +205,7 @@ def integrity_of(flags: list[IntegrityFlag], clearance: Clearance | None) -> Int
 
 
 def read_clearance(output: Path) -> Clearance | None:
-    path = output / CLEARANCE_FILE
+    path = RunFolder(output).clearance
     return read_model(path, Clearance) if path.is_file() else None
 
 
@@ -223,5 +222,5 @@ def clear(output: Path, flags: list[IntegrityFlag], by: str, reason: str) -> Cle
         flags=len(flags),
         cleared_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     )
-    write_model(output / CLEARANCE_FILE, clearance)
+    write_model(RunFolder(output).clearance, clearance)
     return clearance

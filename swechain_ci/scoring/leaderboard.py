@@ -37,7 +37,7 @@ from tabulate import tabulate
 from swechain_ci.errors import SwechainError
 from swechain_ci.markdown import cell, inline
 from swechain_ci.models import Metrics, Record, Scorecard, Strict, Usage
-from swechain_ci.records import read_model, write_bytes, write_model, write_text
+from swechain_ci.records import SCORECARD_FILE, read_model, write_bytes, write_model, write_text
 from swechain_ci.specs.store import INTERFACE, split_level
 
 
@@ -197,10 +197,10 @@ def find_scorecards(folders: Iterable[Path]) -> list[Path]:
     """Every ``scorecard.json`` under the folders, recursively (a scorecard file may be given directly)."""
     found: set[Path] = set()
     for folder in folders:
-        if folder.is_file() and folder.name == "scorecard.json":
+        if folder.is_file() and folder.name == SCORECARD_FILE:
             found.add(folder)
         elif folder.is_dir():
-            found.update(p for p in folder.rglob("scorecard.json") if p.is_file())
+            found.update(p for p in folder.rglob(SCORECARD_FILE) if p.is_file())
         else:
             raise SwechainError(f"{folder} is not a folder of runs (or a scorecard.json); give the runs' parent folder")
     return sorted(found)

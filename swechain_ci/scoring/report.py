@@ -8,7 +8,7 @@ from tabulate import tabulate
 
 from swechain_ci.markdown import cell, inline
 from swechain_ci.models import Integrity, Metrics, Scorecard, Usage
-from swechain_ci.records import write_model, write_text
+from swechain_ci.records import RunFolder, write_model, write_text
 
 
 def percent(value: float | None) -> str:
@@ -142,5 +142,6 @@ def render(card: Scorecard) -> str:
 
 
 def write_scorecard(output: Path, card: Scorecard) -> None:
-    write_model(output / "scorecard.json", card)
-    write_text(output / "scorecard.md", render(card))
+    folder = RunFolder(output)
+    write_model(folder.scorecard, card)
+    write_text(folder.scorecard_md, render(card))

@@ -88,7 +88,7 @@ def specs_list(chain: Annotated[str, typer.Argument(help="chain id (chains/<id>/
 def specs_synth(
     chain: Annotated[str, typer.Argument(help="chain id (chains/<id>/chain.yaml) or path")],
     steps: Annotated[str | None, typer.Option(help="only steps A-B (1-based), e.g. 9-13")] = None,
-    model: Annotated[str, typer.Option(help="Anthropic model (priced in swechain_ci/agents/prices.yaml)")] = (
+    model: Annotated[str, typer.Option(help="Anthropic model (priced in swechain_ci/prices.yaml)")] = (
         "claude-sonnet-4-6"
     ),
     base_url: Annotated[

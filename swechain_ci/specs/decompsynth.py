@@ -56,7 +56,7 @@ no API key).
 **Record.** ``specs/<chain>/<prev>-<next>/decompsynth.json`` (:class:`DecompSynthRecord`):
 model, base URL, price, the step's input hash, every hunk and its targets, the batches,
 token use and cost per stage (cache reads and writes included, priced with
-``agents/prices.yaml``) for everything behind the output and for this run alone, and the
+``swechain_ci/prices.yaml``) for everything behind the output and for this run alone, and the
 task set itself. The levels are written next to it by ``levels.write_level``.
 
 The API key comes from ``ANTHROPIC_API_KEY``; without it, a step that needs a request
@@ -78,11 +78,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from swechain_ci.agents.prices import Price, TokenUsage
 from swechain_ci.chain.definition import Chain
 from swechain_ci.chain.diffs import read_diff
 from swechain_ci.errors import SwechainError
 from swechain_ci.models import Record, Strict, StrictTyped, Usage
+from swechain_ci.prices import Price, TokenUsage
 from swechain_ci.records import write_model
 from swechain_ci.settings import state_home
 from swechain_ci.specs.changelog import ReleaseNotes, ReleaseTask, chain_release_notes

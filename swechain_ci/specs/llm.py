@@ -12,8 +12,8 @@ import anthropic
 from anthropic.types import MessageParam, ToolParam
 from pydantic import ValidationError
 
-from swechain_ci.agents.prices import PRICES_FILE, Price, TokenUsage, load_prices
 from swechain_ci.errors import SwechainError
+from swechain_ci.prices import PRICES_FILE, Price, TokenUsage, load_prices
 
 DEFAULT_MODEL = "claude-sonnet-4-6"  # as the reference agent: the SDK lists 4-5 as end-of-life on 2026-11-30
 

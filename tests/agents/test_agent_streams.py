@@ -10,10 +10,10 @@ import pytest
 from conftest import REPO
 
 from swechain_ci.agents.manifest import parse_manifest
-from swechain_ci.agents.prices import load_prices, price_for
 from swechain_ci.agents.streams import PARSERS, LiveParse
 from swechain_ci.agents.triage import SIGNATURES, classify
 from swechain_ci.models import AgentOutcome, Usage
+from swechain_ci.prices import load_prices, price_for
 from swechain_ci.scoring.report import usage_cells
 
 STREAMS = REPO / "tests" / "fixtures" / "streams"

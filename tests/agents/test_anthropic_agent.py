@@ -33,11 +33,11 @@ from swechain_ci.agents.anthropic import ELIDED, AnthropicAgent
 from swechain_ci.agents.base import PhaseContext, Workspace
 from swechain_ci.agents.image import ensure_agent_image
 from swechain_ci.agents.manifest import AgentLimits, AgentManifest, parse_manifest
-from swechain_ci.agents.prices import Price, TokenUsage, load_prices
 from swechain_ci.chain.definition import load_chain
 from swechain_ci.containers.images import ensure_images
 from swechain_ci.containers.sandbox import DockerSandbox
 from swechain_ci.errors import SwechainError
+from swechain_ci.prices import Price, TokenUsage, load_prices
 
 MANIFEST = REPO / "agents" / "claude-reference.yaml"
 TOY = REPO / "chains" / "toy" / "versions"

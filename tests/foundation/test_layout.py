@@ -9,7 +9,7 @@ import swechain_ci
 
 PACKAGE = Path(swechain_ci.__file__).parent
 # Foundation modules first; then the pipeline's stages in order; the run and the CLI on top.
-FOUNDATION = {"models", "errors", "settings", "records", "progress", "markdown"}
+FOUNDATION = {"models", "errors", "settings", "records", "progress", "markdown", "prices"}
 STAGES = ["chain", "containers", "evaluation", "agents", "specs", "scoring", "site", "github"]
 TOP = {"run", "cli", "__main__", "__init__"}
 
