@@ -129,8 +129,8 @@ def restore(archive: Path, dest: Path) -> None:
 
 def secrets_for(manifest: AgentManifest, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The values the runner grants the agent (SWECHAIN_SECRET_<AGENT>__<NAME>); never stored.
-    ``environ``: the runner's variables the CLI took out of this process (default: the process's)."""
-    return granted_secrets(manifest, os.environ if environ is None else environ)
+    ``environ``: the runner's variables the CLI took out of this process, read over what it left."""
+    return granted_secrets(manifest, {**os.environ, **(environ or {})})
 
 
 def agent_network(manifest: AgentManifest) -> str:

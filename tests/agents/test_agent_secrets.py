@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -51,6 +52,21 @@ def test_the_runners_internals_and_grants_are_scrubbed_from_the_process():
         "SWECHAIN_SECRET_X__K",
     ]
     assert environ == {"PATH": "/bin", "SWECHAIN_HOME": "/h"}
+
+
+def test_the_run_reads_the_grants_the_cli_took_with_what_the_process_kept(monkeypatch):
+    """The CLI takes the runner's variables out of the process before a run and hands them on:
+    the agent's grant arrives, and a smoke run's SWECHAIN_NO_SECRETS (left in place) still wins."""
+    from swechain_ci.run import secrets_for
+
+    monkeypatch.setenv("SWECHAIN_SECRET_CLAUDE_CODE__ANTHROPIC_API_KEY", "granted")
+    monkeypatch.delenv("SWECHAIN_NO_SECRETS", raising=False)
+    taken = scrub_runner_environment(os.environ)
+    assert "SWECHAIN_SECRET_CLAUDE_CODE__ANTHROPIC_API_KEY" not in os.environ
+    assert secrets_for(VENDOR, taken) == {"ANTHROPIC_API_KEY": "granted"}
+    monkeypatch.setenv("SWECHAIN_NO_SECRETS", "1")
+    assert secrets_for(VENDOR, taken) == {}
+    os.environ.update(taken)  # monkeypatch restores only what it set
 
 
 def test_grants_come_from_the_runners_grants_file_and_no_job_environment_holds_them(tmp_path):
