@@ -168,7 +168,7 @@ class RunFolder:
     @property
     def record(self) -> Path:
         """``run.json``: which run this folder holds, and where it stands."""
-        return self.root / "run.json"
+        return self.root / RUN_FILE
 
     @property
     def manifest(self) -> Path:
@@ -206,4 +206,5 @@ class RunFolder:
         return sorted(self.root.glob("steps/*/step.json"))
 
 
+RUN_FILE = "run.json"  # also how earlier runs are found under a folder
 SCORECARD_FILE = "scorecard.json"  # also how the leaderboard finds runs

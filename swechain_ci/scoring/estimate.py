@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from swechain_ci.errors import SwechainError
 from swechain_ci.models import RunRecord, StepRecord, TestRun
-from swechain_ci.records import read_model
+from swechain_ci.records import RUN_FILE, RunFolder, read_model
 
 GOLD_RUNS_PER_VERSION = 3  # baseline runs on new gold, and old gold under the next version's tests
 DEFAULT_FIX_RATE = 1.0  # with no history, every step is assumed to earn its Fix (an upper bound)
@@ -137,12 +137,12 @@ def recorded(gold_runs: Path, run_folders: Iterable[Path]) -> Recorded:
                 if run is not None and (seconds := _seconds(run)) is not None:
                     found.suite_s.setdefault(chain_dir.name, []).append(seconds)
     for folder in run_folders:
-        for run_json in sorted(folder.rglob("run.json")):
+        for run_json in sorted(folder.rglob(RUN_FILE)):
             identity = _read(run_json, RunRecord)
             if identity is None:
                 continue
             key = (identity.agent, identity.chain)
-            for step_json in sorted(run_json.parent.glob("steps/*/step.json")):
+            for step_json in RunFolder(run_json.parent).step_records():
                 step = _read(step_json, StepRecord)
                 if step is None:
                     continue
