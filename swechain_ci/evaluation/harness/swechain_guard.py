@@ -364,8 +364,11 @@ class Guard(Tolerance):
         test reachable from its closure and attributes). Other layers are followed through
         ``__wrapped__``, as ``inspect.unwrap`` does.
         """
-        layer = function
+        layer, seen = function, set()
         for _ in range(MAX_WRAPPER_LAYERS):
+            if id(layer) in seen:
+                return "wraps itself without reaching its hidden file's code"
+            seen.add(id(layer))
             code = getattr(layer, "__code__", None)
             if not isinstance(code, types.CodeType):
                 return None  # a builtin or an object pytest calls: nothing to compare
@@ -402,7 +405,15 @@ class Guard(Tolerance):
                 continue
             seen.add(id(value))
             code = getattr(value, "__code__", None) if isinstance(value, types.FunctionType) else None
-            if value is not wrapper and code is not None and self.is_hidden(_realpath(code.co_filename), path):
+            filename = _realpath(code.co_filename) if code is not None else ""
+            # Only the hidden file's own code: the wrapper may also hold what claims the file's name
+            # (hypothesis' closure holds its own trampoline, which claims the test's place).
+            if (
+                value is not wrapper
+                and code is not None
+                and self.is_hidden(filename, path)
+                and compiled_from(code, filename, config, exact=False)
+            ):
                 return value
             if depth >= MAX_REACH_DEPTH:
                 continue
