@@ -514,3 +514,15 @@ def test_code_claiming_an_installed_file_must_be_that_files(tmp_path, monkeypatc
     assert [f["detail"] for f in observed.stream.flags if f["kind"] == "test_code_altered"] == [
         f"tests/test_mod.py::test_x runs code that claims {os.__file__} but is not that file's"
     ]
+
+
+def test_a_wrapper_chain_that_comes_back_to_itself_ends_as_a_finding(tmp_path, monkeypatch):
+    """An installed wrapper whose __wrapped__ is the trampoline in front of it: the walk ends at
+    the layer it meets twice, never loops (hypothesis' own closure holds its trampoline too)."""
+    cyclic = IMPERSONATED.format(expected=1, body="return f()") + (
+        "test_x.__closure__[0].cell_contents.__wrapped__ = test_x\n"
+    )
+    write(tmp_path, {"src/pkg/__init__.py": "def f():\n    return 1\n", "tests/test_mod.py": cyclic})
+    observed = guarded_pytest(tmp_path, monkeypatch).run(["tests"])
+    details = [f["detail"] for f in observed.stream.flags if f["kind"] == "test_code_altered"]
+    assert details == ["tests/test_mod.py::test_x wraps itself without reaching its hidden file's code"]
