@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path, PurePosixPath
 
 import pytest
+from conftest import REPO
 
 from swechain_ci.evaluation.harness import run_hidden_tests as harness
 
@@ -153,7 +155,11 @@ def test_every_config_file_name_pytest_accepts_is_excluded():
         ("docs/json.py", None),
     ],
 )
-def test_a_candidate_file_shadowing_an_installed_name_is_found(rel, shadows):
+def test_a_candidate_file_shadowing_an_installed_name_is_found(rel, shadows, monkeypatch):
+    # In the image, sys.path holds the standard library, site-packages and the harness; here the
+    # checkout's own folders (docs/, tests/) are on it too, and are no installed names.
+    checkout = {REPO.resolve(), (REPO / "tests").resolve()}
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p and Path(p).resolve() not in checkout])
     installed = harness.installed_names()
     roots = [PurePosixPath("."), PurePosixPath("src")]
     assert harness.shadowing(PurePosixPath(rel), roots, installed, "pkg") == shadows
