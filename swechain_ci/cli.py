@@ -18,7 +18,7 @@ import typer
 from tabulate import tabulate
 
 from swechain_ci.errors import SwechainError
-from swechain_ci.github.cli import ci_app
+from swechain_ci.github.cli import PLUMBING, ci_app
 from swechain_ci.records import RunFolder
 from swechain_ci.settings import state_home
 from swechain_ci.specs.cli import specs_app
@@ -260,18 +260,75 @@ def chain_build(
             "the committed chains/<id>/oracle.json instead of writing it; exit 2 on a mismatch"
         ),
     ] = False,
+    plan_jobs: Annotated[
+        bool,
+        typer.Option(
+            help="print the gold runs split over a pool of runners, one share per version, as a job matrix "
+            '({"include": [...]}) and exit',
+            rich_help_panel=PLUMBING,
+        ),
+    ] = False,
+    gold_runs_of: Annotated[
+        str | None,
+        typer.Option(
+            metavar="VERSION",
+            help="only run (and keep) the gold runs of VERSION's tests, one runner's share; no oracle is derived",
+            rich_help_panel=PLUMBING,
+        ),
+    ] = None,
+    hand_on: Annotated[
+        Path | None,
+        typer.Option(help="with --gold-runs-of: copy the share's kept runs into this folder", rich_help_panel=PLUMBING),
+    ] = None,
+    gold_runs_from: Annotated[
+        Path | None,
+        typer.Option(
+            help="take in the gold runs the pool's runners handed on in this folder, each verified against the "
+            "inputs computed here (a mismatching or edited one is refused), then build the oracle from them",
+            rich_help_panel=PLUMBING,
+        ),
+    ] = None,
 ) -> None:
     """Build the chain's images and oracle, and write its steps into the committed chains/<id>/oracle.json."""
+    import json
+
     from swechain_ci.chain.definition import load_chain
     from swechain_ci.containers import images
     from swechain_ci.containers.sandbox import DockerSandbox
     from swechain_ci.evaluation import dataset, oracle
 
     loaded = load_chain(chain).select_steps(steps)
+    if plan_jobs:
+        typer.echo(json.dumps({"include": oracle.pool_shares(loaded)}))
+        return
+    if hand_on is not None and gold_runs_of is None:
+        raise SwechainError("--hand-on needs --gold-runs-of VERSION: it hands on that share's gold runs")
+    if gold_runs_of is not None and (gold_runs_from is not None or verify):
+        raise SwechainError(
+            "--gold-runs-of runs one share of the gold runs; give --gold-runs-from or --verify to the build "
+            "that derives the oracle"
+        )
+    if verify and gold_runs_from is not None:
+        raise SwechainError("--verify reruns every gold run itself; leave out --gold-runs-from")
+    if gold_runs_of is not None and gold_runs_of not in loaded.versions:
+        raise SwechainError(
+            f"--gold-runs-of {gold_runs_of}: not a version of chain {loaded.id} steps {loaded.step_range} "
+            f"(versions: {', '.join(loaded.versions)}); `chain build {loaded.id} --plan-jobs` lists the shares"
+        )
     if verify:
         dataset.require(loaded)  # a missing dataset is said before any image is built
     sandbox = DockerSandbox()
-    built = oracle.build(sandbox, loaded, images.ensure_images(sandbox, loaded), force=force or verify)
+    if gold_runs_of is not None:
+        share_images = images.ensure_images(sandbox, loaded, only=[gold_runs_of])
+        kept = oracle.gold_runs_of(sandbox, loaded, share_images, gold_runs_of, force=force)
+        typer.echo(f"{len(kept)} gold runs of {gold_runs_of} kept in {oracle.gold_runs_folder(loaded)}")
+        if hand_on is not None:
+            oracle.hand_on(kept, hand_on)
+            typer.echo(f"handed on into {hand_on}")
+        return
+    chain_images = images.ensure_images(sandbox, loaded)
+    taken = oracle.take_handed_on(loaded, chain_images, gold_runs_from) if gold_runs_from is not None else frozenset()
+    built = oracle.build(sandbox, loaded, chain_images, force=force or verify, handed_on=taken)
     table = tabulate(oracle.summary_rows(built), headers="keys", tablefmt="github")
     typer.echo(table)
     typer.echo(f"\noracle stored at {oracle.oracle_path(loaded)}")

@@ -271,15 +271,16 @@ def ensure_version(sandbox: DockerSandbox, chain: Chain, deps: str, version: str
         return build_cached(sandbox, chain, "version", {"version": staged}, {"DEPS": deps})
 
 
-def ensure_images(sandbox: DockerSandbox, chain: Chain) -> ChainImages:
-    """Every version's image; versions whose environments resolve alike share a dependency image."""
+def ensure_images(sandbox: DockerSandbox, chain: Chain, only: Sequence[str] | None = None) -> ChainImages:
+    """Every version's image (or those of ``only``, a pool runner's share); versions whose environments
+    resolve alike share a dependency image."""
     base = ensure_base(sandbox, chain.config.python, family_packages(chain))
-    environments = {v: environments_of.pins(chain, v) for v in chain.versions}
+    environments = {v: environments_of.pins(chain, v) for v in chain.versions if only is None or v in only}
     by_pins: dict[tuple[str, ...], str] = {}
     deps: dict[str, str] = {}
     for version, pins in environments.items():
         if tuple(pins) not in by_pins:
             by_pins[tuple(pins)] = ensure_deps(sandbox, chain, base, pins)
         deps[version] = by_pins[tuple(pins)]
-    versions = {v: ensure_version(sandbox, chain, deps[v], v) for v in chain.versions}
+    versions = {v: ensure_version(sandbox, chain, deps[v], v) for v in environments}
     return ChainImages(deps, versions, environments)

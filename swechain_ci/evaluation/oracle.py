@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -222,7 +223,11 @@ def gold_run_path(chain: Chain, image: str, code: Path, network: str, repeat: in
             str(test_workers(chain, size)),
         ]
     )
-    return state_home() / "gold-runs" / chain.id / f"{hashlib.sha256(payload.encode()).hexdigest()}.json"
+    return gold_runs_folder(chain) / f"{hashlib.sha256(payload.encode()).hexdigest()}.json"
+
+
+def gold_runs_folder(chain: Chain) -> Path:
+    return state_home() / "gold-runs" / chain.id
 
 
 def kept_gold_run(path: Path) -> TestRun | None:
@@ -305,40 +310,76 @@ def derive_steps(
     ]
 
 
-def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool = False) -> ChainOracle:
-    """Build (or reuse) the chain's oracle."""
-    path = oracle_path(chain)
-    wanted = inputs_hash(chain, images)
-    if not force and (existing := reusable_oracle(path, wanted)) is not None:
-        return existing
-    labels = {"swechain-ci.chain": chain.id}
+# One gold run: the tests of a version, the code of a version, the Docker network it runs on.
+GoldJob = tuple[str, str, str]
+# A handed-on gold run's files: <key>.json, its <key>.json.sha256 and its <key>.log.
+HANDED_ON_NAME = re.compile(r"^(?P<key>[0-9a-f]{64})(?P<kind>\.json|\.json\.sha256|\.log)$")
+HANDED_ON_MAX_BYTES = 64 * 2**20
+
+
+def gold_jobs(chain: Chain, probe: str | None) -> list[GoldJob]:
+    """Every gold run of the oracle, in the order the oracle is derived from: each version's own suite
+    ``baseline_runs`` times, each step's old gold, and each version once on the probe network if any."""
     repeats = chain.config.oracle.baseline_runs
-    # Every gold run up front, a few containers at a time: (tests of, code of) -> runs.
-    probe = network_probe()
     jobs = [(v, v, "none") for v in chain.versions for _ in range(repeats)] + [(b, a, "none") for a, b in chain.steps]
-    jobs += [(v, v, probe) for v in chain.versions] if probe else []
+    return jobs + ([(v, v, probe) for v in chain.versions] if probe else [])
+
+
+def pool_shares(chain: Chain) -> list[dict[str, str | int]]:
+    """The oracle's gold runs split over a pool of runners: one share per version, the runs of its
+    tests (own suite, repeats, the old gold of the step into it, the probe). Each share needs only
+    its version's image."""
+    jobs = gold_jobs(chain, network_probe())
+    return [{"version": v, "gold_runs": sum(1 for tests_of, _, _ in jobs if tests_of == v)} for v in chain.versions]
+
+
+def gold_run_paths(
+    chain: Chain, images: Mapping[str, str], jobs: Sequence[GoldJob], size: RunnerSize
+) -> dict[int, Path]:
+    """Where each of ``jobs`` is kept, by job number, for the jobs whose tests' image is in ``images``
+    (version -> image: a pool runner builds only its share's)."""
+    seen: Counter = Counter()
+    paths = {}
+    for number, job in enumerate(jobs):
+        tests_of, code_of, network = job
+        if tests_of in images:
+            code = sources.materialize(chain, code_of).code
+            paths[number] = gold_run_path(chain, images[tests_of], code, network, seen[job], size)
+        seen[job] += 1
+    return paths
+
+
+def run_gold(
+    sandbox: DockerSandbox,
+    chain: Chain,
+    images: Mapping[str, str],
+    jobs: Sequence[GoldJob],
+    logs: Path,
+    force: bool,
+    share: str | None = None,
+    handed_on: frozenset[Path] = frozenset(),
+) -> dict[int, TestRun]:
+    """Run (or reuse kept) gold runs, a few containers at a time: by job number, every job, or only
+    those of ``share`` (a version whose tests run). ``handed_on`` runs are reused even with ``force``:
+    this build verified and took them in."""
     size = runner_size()
     side_by_side = parallel_runs(chain, size)
+    labels = {"swechain-ci.chain": chain.id}
     for version in chain.versions:
         sources.materialize(chain, version)  # once, before the threads share the cache
-    seen: Counter = Counter()
-    kept_at = []
-    for job in jobs:
-        tests_of, code_of, network = job
-        kept_at.append(
-            gold_run_path(
-                chain, images.versions[tests_of], sources.materialize(chain, code_of).code, network, seen[job], size
-            )
-        )
-        seen[job] += 1
-    kept = {n: run for n, path in enumerate(kept_at) if not force and (run := kept_gold_run(path)) is not None}
-    reused = f" ({len(kept)} kept from an earlier build)" if kept else ""
-    progress.say(f"oracle {chain.id}: {len(jobs)} gold runs{reused}, {side_by_side} at a time")
+    kept_at = gold_run_paths(chain, images, jobs, size)
+    numbers = [n for n, (tests_of, _, _) in enumerate(jobs) if share is None or tests_of == share]
+    kept = {
+        n: run
+        for n in numbers
+        if (not force or kept_at[n] in handed_on) and (run := kept_gold_run(kept_at[n])) is not None
+    }
+    reused = f" ({len(kept)} kept from an earlier build or handed on)" if kept else ""
+    of_share = f" of {share}" if share else ""
+    progress.say(f"oracle {chain.id}: {len(numbers)} gold runs{of_share}{reused}, {side_by_side} at a time")
 
-    logs = log_dir(chain, wanted)
-
-    def gold_run(numbered: tuple[int, tuple[str, str, str]]) -> TestRun:
-        number, (tests_of, code_of, network) = numbered
+    def gold_run(number: int) -> TestRun:
+        tests_of, code_of, network = jobs[number]
         log = logs / f"{number:03d}-tests-{tests_of}-code-{code_of}.log"
         if number in kept:
             if kept_at[number].with_suffix(".log").is_file():
@@ -346,25 +387,134 @@ def build(sandbox: DockerSandbox, chain: Chain, images: ChainImages, force: bool
                 shutil.copyfile(kept_at[number].with_suffix(".log"), log)
             return kept[number]
         run = evaluate(
-            sandbox,
-            chain,
-            images.versions[tests_of],
-            sources.materialize(chain, code_of).code,
-            labels,
-            log=log,
-            network=network,
+            sandbox, chain, images[tests_of], sources.materialize(chain, code_of).code, labels, log=log, network=network
         )
         keep_gold_run(kept_at[number], run, log)
         where = f" (network {network})" if network != "none" else ""
         done(f"tests of {tests_of} on code of {code_of}{where}: {summary(run)}")
         return run
 
-    to_run = len(jobs) - len(kept)
     with (
-        progress.task(f"oracle {chain.id}: gold runs", to_run) as done,
+        progress.task(f"oracle {chain.id}: gold runs{of_share}", len(numbers) - len(kept)) as done,
         ThreadPoolExecutor(max_workers=side_by_side) as pool,
     ):
-        results = list(pool.map(gold_run, enumerate(jobs)))
+        return dict(zip(numbers, pool.map(gold_run, numbers), strict=True))
+
+
+def gold_runs_of(
+    sandbox: DockerSandbox, chain: Chain, images: ChainImages, version: str, force: bool = False
+) -> list[Path]:
+    """One pool runner's share: run (or reuse) the gold runs of ``version``'s tests and keep them;
+    the kept files, for handing on to the job that derives the oracle."""
+    if version not in chain.versions:
+        raise SwechainError(
+            f"--gold-runs-of {version}: not a version of chain {chain.id} steps {chain.step_range} "
+            f"(versions: {', '.join(chain.versions)})"
+        )
+    jobs = gold_jobs(chain, network_probe())
+    results = run_gold(
+        sandbox, chain, images.versions, jobs, log_dir(chain, inputs_hash(chain, images)), force, version
+    )
+    kept_at = gold_run_paths(chain, images.versions, jobs, runner_size())
+    unkept = [jobs[n] for n, run in results.items() if kept_gold_run(kept_at[n]) is None]
+    if unkept:
+        tests_of, code_of, _ = unkept[0]
+        raise SwechainError(
+            f"{len(unkept)} gold run(s) of {version} did not finish (first: tests of {tests_of} on code of "
+            f"{code_of}: {summary(results[jobs.index(unkept[0])])}); they are not handed on: run the share again"
+        )
+    return [kept_at[n] for n in results]
+
+
+def hand_on(kept: Sequence[Path], folder: Path) -> None:
+    """Copy kept gold runs (with their hashes and logs) into ``folder``, an artifact's content."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in kept:
+        for part in (path, content_hash_path(path), path.with_suffix(".log")):
+            if part.is_file():
+                shutil.copyfile(part, folder / part.name)
+
+
+def take_handed_on(chain: Chain, images: ChainImages, folder: Path) -> frozenset[Path]:
+    """Verify the gold runs other runners handed on in ``folder`` and keep them here.
+
+    A handed-on run is used only if its name is the key this runner computes for one of the oracle's
+    gold runs from its own inputs (images, code, harness, settings, runner size), its bytes hash to
+    its recorded hash, and it is a finished run: so an artifact from other inputs, another chain or
+    an edited one is refused, in one line naming it, before anything is kept. Runs missing from the
+    folder run here. Returns where the taken runs are kept."""
+    if not folder.is_dir():
+        raise SwechainError(
+            f"--gold-runs-from {folder}: not a folder; give the folder the pool's artifacts were put in"
+        )
+    jobs = gold_jobs(chain, network_probe())
+    expected = {p.name: p for p in gold_run_paths(chain, images.versions, jobs, runner_size()).values()}
+    files: dict[str, dict[str, Path]] = {}
+    for entry in sorted(folder.rglob("*")):
+        if entry.is_dir() and not entry.is_symlink():
+            continue
+        found = HANDED_ON_NAME.match(entry.name)
+        if entry.is_symlink() or not entry.is_file() or found is None:
+            raise SwechainError(
+                f"handed-on gold runs: {entry} is not a gold run's file (<key>.json, .json.sha256, .log); remove it from the artifact"
+            )
+        if entry.stat().st_size > HANDED_ON_MAX_BYTES:
+            raise SwechainError(f"handed-on gold run {entry}: over {HANDED_ON_MAX_BYTES // 2**20} MiB; refused")
+        files.setdefault(found["key"] + ".json", {})[found["kind"]] = entry
+    taken: list[tuple[Path, Path, TestRun]] = []
+    for name, parts in files.items():
+        record = parts.get(".json")
+        if record is None:
+            raise SwechainError(
+                f"handed-on gold run {next(iter(parts.values()))}: its {name} is missing from the artifact"
+            )
+        if name not in expected:
+            raise SwechainError(
+                f"handed-on gold run {record}: its key matches none of chain {chain.id}'s gold runs (steps "
+                f"{chain.step_range}) on this runner's inputs (images, code, harness, runner size); rebuild it "
+                f"from the same commit on runners of one size, or leave it out"
+            )
+        recorded = parts.get(".json.sha256")
+        digest = hashlib.sha256(record.read_bytes()).hexdigest()
+        if recorded is None or recorded.read_text(errors="replace").strip() != digest:
+            raise SwechainError(
+                f"handed-on gold run {record}: its bytes do not match its recorded hash ({name}.sha256); refused"
+            )
+        try:
+            run = read_model(record, TestRun)
+        except SwechainError as exc:
+            raise SwechainError(f"handed-on gold run {record}: not a gold run record ({exc}); refused") from None
+        if run.execution_error is not None or run.timed_out:
+            raise SwechainError(
+                f"handed-on gold run {record}: an unfinished run (kept runs are finished ones); refused"
+            )
+        taken.append((record, expected[name], run))
+    for record, kept_at, run in taken:
+        store_oracle(kept_at, run)
+        log = files[record.name].get(".log")
+        if log is not None:
+            shutil.copyfile(log, kept_at.with_suffix(".log"))
+    progress.say(f"oracle {chain.id}: {len(taken)} of {len(jobs)} gold runs handed on and verified")
+    return frozenset(kept_at for _, kept_at, _ in taken)
+
+
+def build(
+    sandbox: DockerSandbox,
+    chain: Chain,
+    images: ChainImages,
+    force: bool = False,
+    handed_on: frozenset[Path] = frozenset(),
+) -> ChainOracle:
+    """Build (or reuse) the chain's oracle (``handed_on``: kept runs verified by ``take_handed_on``)."""
+    path = oracle_path(chain)
+    wanted = inputs_hash(chain, images)
+    if not force and (existing := reusable_oracle(path, wanted)) is not None:
+        return existing
+    probe = network_probe()
+    jobs = gold_jobs(chain, probe)
+    logs = log_dir(chain, wanted)
+    by_number = run_gold(sandbox, chain, images.versions, jobs, logs, force, handed_on=handed_on)
+    results = [by_number[n] for n in range(len(jobs))]
     own_runs: dict[str, list[TestRun]] = {v: [] for v in chain.versions}
     cross_runs: dict[str, TestRun] = {}
     online_runs: dict[str, TestRun] = {}
