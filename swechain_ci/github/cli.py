@@ -1,6 +1,7 @@
 """Commands the GitHub workflows call; each also works locally.
 
-matrix        the agents x chains matrix, as JSON for ``fromJSON``
+matrix        the agents x chains matrix, as JSON for ``fromJSON`` (--since: only what changed)
+refresh-record   what a weekly refresh ran, into its record (and the runs it kept back beside them)
 comment       the sticky scorecard comment on a pull request (one per agent)
 summary       the scorecard in the job summary
 status        a commit status from a run's outcome
@@ -110,6 +111,17 @@ def matrix(
             help="only the agents whose manifests (or their Dockerfiles) are among FILE...; none given, none chosen",
         ),
     ] = False,
+    since: Annotated[
+        Path | None,
+        typer.Option(
+            help="a refresh record (reports/refresh.json): only the pairs whose inputs changed since, each with "
+            "its level, repeat and output folder (absent: every pair is new)",
+        ),
+    ] = None,
+    repeats: Annotated[
+        int,
+        typer.Option(min=0, help="with --since: every pair runs this many more times (changed ones afresh)"),
+    ] = 0,
 ) -> None:
     """Print {"include": [{"agent": ..., "chain": ...}, ...]} for a workflow's strategy.matrix (fromJSON)."""
     from swechain_ci.agents import BUILTIN_NAMES
@@ -118,6 +130,8 @@ def matrix(
 
     if files and not changed_manifests:
         raise SwechainError(f"matrix takes files only with --changed-manifests (got {' '.join(files)})")
+    if repeats and since is None:
+        raise SwechainError("--repeats counts from a refresh record: give --since reports/refresh.json too")
     manifests = {path.stem: parse_manifest(path) for path in available_manifests()}
     known = [*BUILTIN_NAMES, *manifests]
     if changed_manifests:
@@ -158,9 +172,67 @@ def matrix(
         for c in chosen_chains
         if a in BUILTIN_NAMES or specified.get(c, True)
     ]
+    if since is not None:
+        include = _refresh_runs(include, since, repeats)
     if not include:
         _note("note: the matrix is empty; guard the job with `if: fromJSON(needs.<job>.outputs.matrix).include[0]`")
     typer.echo(json.dumps({"include": include}, separators=(",", ":")))
+
+
+def _pair(agent: str, chain_id: str):
+    """The (agent, chain, level) a run of ``agent`` on the chain is: the chain's default level, or
+    none for a baseline where the chain has no specification at it (as ``run`` chooses)."""
+    from swechain_ci.agents import BUILTIN_NAMES
+    from swechain_ci.chain.definition import load_chain
+    from swechain_ci.github.refresh import Pair
+    from swechain_ci.specs.store import NO_LEVEL, levels_available
+
+    chain = load_chain(chain_id)
+    level = chain.config.default_spec_level
+    if agent in BUILTIN_NAMES and level not in levels_available(chain):
+        level = NO_LEVEL
+    return Pair(agent=agent, chain=chain_id, level=level)
+
+
+def _inputs(pair):
+    import swechain_ci
+    from swechain_ci.agents import BUILTIN_NAMES
+    from swechain_ci.evaluation import harness
+    from swechain_ci.github.refresh import pair_inputs
+    from swechain_ci.settings import project_root
+
+    folder = Path(harness.__file__).parent
+    return pair_inputs(project_root(), folder, pair, swechain_ci.__version__ if pair.agent in BUILTIN_NAMES else None)
+
+
+def _read_record(path: Path):
+    from swechain_ci.github.refresh import RefreshRecord
+    from swechain_ci.records import read_model
+
+    if not path.is_file():
+        if path.exists():
+            raise SwechainError(f"{path} is not a file: give the refresh record (reports/refresh.json)")
+        _note(f"note: no refresh record at {path}: every pair is new")
+        return RefreshRecord()
+    return read_model(path, RefreshRecord)
+
+
+def _refresh_runs(include: list[dict[str, str]], since: Path, repeats: int) -> list[dict]:
+    """The runs of a refresh: the pairs of ``include`` whose inputs changed since the record, or
+    every pair with ``repeats``; a note per pair says why it runs."""
+    from swechain_ci.github.refresh import plan, repeat_folder
+
+    record = _read_record(since)
+    pairs = [(pair, _inputs(pair)) for pair in (_pair(e["agent"], e["chain"]) for e in include)]
+    runs = plan(pairs, record, repeats)
+    for pair, repeat, reasons in runs:
+        _note(f"note: {pair.agent} on {pair.chain} at {pair.level} runs (repeat {repeat}): {'; '.join(reasons)}")
+    if not runs:
+        _note(f"note: no input of the {len(pairs)} pairs changed since {since}: nothing to run")
+    return [
+        {"agent": p.agent, "chain": p.chain, "level": p.level, "repeat": k, "folder": repeat_folder(p, k)}
+        for p, k, _ in runs
+    ]
 
 
 def _specified(chain_id: str) -> bool:
@@ -374,6 +446,45 @@ def leaderboard(
     _note("wrote " + ", ".join(str(p) for p in paths.values()))
 
 
+@ci_app.command("refresh-record", rich_help_panel=PLUMBING)
+def refresh_record(
+    runs_dir: Annotated[Path, typer.Argument(help="this refresh's runs: AGENT/CHAIN/r<repeat>/scorecard.json")],
+    record: Annotated[Path, typer.Option(help="the refresh record, updated in place")] = Path("reports/refresh.json"),
+) -> None:
+    """Record the pairs this refresh ran (their inputs in this checkout and their scorecards), then
+    write the recorded runs it did not redo back into RUNS_DIR, so the leaderboard built from
+    RUNS_DIR still has every pair. Their run folders are not kept: the site shows no run page for them."""
+    from swechain_ci.agents import BUILTIN_NAMES
+    from swechain_ci.agents.manifest import available_manifests
+    from swechain_ci.chain.definition import available_chains
+    from swechain_ci.github.refresh import Pair, forget, kept_not_rerun, record_runs
+    from swechain_ci.records import read_model, write_model
+    from swechain_ci.scoring.leaderboard import find_scorecards
+
+    agents = [*BUILTIN_NAMES, *(p.stem for p in available_manifests())]
+    chains = available_chains()
+    old = _read_record(record)
+    cards: dict[tuple[str, str, str], tuple[Pair, dict[int, Scorecard]]] = {}
+    for path in find_scorecards([runs_dir]) if runs_dir.is_dir() else []:
+        found = re.fullmatch(r"r([1-9][0-9]{0,3})", path.parent.name)
+        card = read_model(path, Scorecard)
+        if not found or card.agent not in agents or card.chain not in chains:
+            _note(f"note: {path} is not a refresh's run (AGENT/CHAIN/r<repeat> of a known agent and chain): left out")
+            continue
+        pair = Pair(agent=card.agent, chain=card.chain, level=card.spec_level)
+        cards.setdefault(pair.key, (pair, {}))[1][int(found.group(1))] = card
+    ran = [(pair, _inputs(pair), by_repeat) for pair, by_repeat in cards.values()]
+    new = forget(record_runs(old, ran), agents, chains)
+    write_model(record, new)
+    kept = kept_not_rerun(new, ran)
+    for folder, card in kept:
+        write_model(runs_dir / folder / "scorecard.json", card)
+    typer.echo(
+        f"recorded {sum(len(c) for _, _, c in ran)} runs of {len(ran)} pairs in {record}; "
+        f"{len(kept)} kept runs of unchanged pairs written back into {runs_dir}"
+    )
+
+
 # -- agent pull requests: validation reports and smoke plans, read through the API -----------------
 
 VALIDATION_KEY = "(manifest validation)"  # the sticky comment's marker key: never an agent name
@@ -584,6 +695,10 @@ def publish_leaderboard_command(
     week: Annotated[
         str | None, typer.Option(help="ISO week of the history snapshot (FOLDER/history/WEEK.json); default this week")
     ] = None,
+    with_files: Annotated[
+        list[Path] | None,
+        typer.Option("--with", help="also commit this file at the same path (e.g. reports/refresh.json); repeatable"),
+    ] = None,
 ) -> None:
     """Commit the leaderboard onto the remote branch's current head and push; nothing if its content is unchanged.
 
@@ -595,7 +710,14 @@ def publish_leaderboard_command(
     from swechain_ci.site.history import check_week, this_week
 
     board = build_leaderboard(runs_dirs)
-    commit = publish_leaderboard(board, repo, remote, branch, folder, week=check_week(week) if week else this_week())
+    extra = {}
+    for path in with_files or []:
+        if not path.is_file() or path.is_absolute() or ".." in path.parts:
+            raise SwechainError(f"--with {path}: give a file inside the checkout, by its relative path")
+        extra[path.as_posix()] = path.read_bytes()
+    commit = publish_leaderboard(
+        board, repo, remote, branch, folder, week=check_week(week) if week else this_week(), extra_files=extra
+    )
     outcome = (
         f"Published to `{branch}` as {commit[:12]}."
         if commit

@@ -121,11 +121,14 @@ def publish_leaderboard(
     message: str = "Leaderboard: weekly refresh",
     attempts: int = 5,
     week: str | None = None,
+    extra_files: dict[str, bytes] | None = None,
 ) -> str | None:
     """Commit leaderboard.json/.md/.png under ``folder`` on top of ``remote``'s ``branch`` and push it,
     with the leaderboard also kept as ``week``'s history snapshot (``folder/history/<week>.json``) if given.
 
-    Returns the pushed commit, or None if the branch already holds the same leaderboard (and the week's snapshot).
+    ``extra_files`` (path -> content, e.g. the refresh record) are committed with it.
+    Returns the pushed commit, or None if the branch already holds the same leaderboard (and the week's
+    snapshot, and the extra files as they are).
     A push refused because the branch moved is retried on the new head, ``attempts`` times in all.
     """
     auth = token_env()
@@ -138,12 +141,16 @@ def publish_leaderboard(
     snapshot = f"{folder}/history/{week}.json" if week else None
     if snapshot:
         files[snapshot] = files[f"{folder}/leaderboard.json"]
+    files.update(extra_files or {})
     tracking = f"refs/swechain-publish/{branch}"
     for attempt in range(1, attempts + 1):
         git(repo, "fetch", "--quiet", remote, f"+refs/heads/{branch}:{tracking}", extra_env=auth)
         head = git(repo, "rev-parse", tracking).stdout.decode().strip()
         old = git(repo, "cat-file", "blob", f"{head}:{folder}/leaderboard.json", check=False)
         kept = snapshot is None or git(repo, "cat-file", "-e", f"{head}:{snapshot}", check=False).returncode == 0
+        for path, data in (extra_files or {}).items():
+            held = git(repo, "cat-file", "blob", f"{head}:{path}", check=False)
+            kept = kept and held.returncode == 0 and held.stdout == data
         if kept and same_content(board, old.stdout if old.returncode == 0 else None):
             progress.say(f"leaderboard unchanged on {branch} at {head[:10]}: nothing to publish")
             return None
