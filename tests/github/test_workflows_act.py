@@ -612,6 +612,7 @@ def test_the_weekly_refresh_publishes_a_leaderboard_of_two_agents(toy_oracle, ac
             "WEEKLY_CHAINS=toy",
         )
     assert result.returncode == 0, result.stdout[-5000:]
+    assert "swechain-ci run --chain" in result.stdout, "the first refresh runs every pair"
     assert git("--git-dir", str(origin), "log", "-1", "--format=%s", "main") == "Leaderboard: weekly refresh"
     board = json.loads(git("--git-dir", str(origin), "show", "main:reports/leaderboard.json"))
     assert {row["agent"] for row in board["rows"]} == {"oracle", "noop"}
@@ -623,6 +624,30 @@ def test_the_weekly_refresh_publishes_a_leaderboard_of_two_agents(toy_oracle, ac
     assert f"{this_week()}.json" in snapshots, snapshots
     site = (shared / "site" / "index.html").read_text()  # built for Pages (the upload is not run under act)
     assert site.count('class="agent"') >= 2 and list((shared / "site" / "runs").glob("*.html"))
+    record = json.loads(git("--git-dir", str(origin), "show", "main:reports/refresh.json"))
+    ran = sorted((p["pair"]["agent"], p["pair"]["chain"], [r["repeat"] for r in p["runs"]]) for p in record["pairs"])
+    assert ran == [("noop", "toy", [1]), ("oracle", "toy", [1])], "the record is committed with the leaderboard"
+
+    # A week later, nothing changed: no agent runs, and the leaderboard keeps both agents (unchanged).
+    git("pull", "-q", "--ff-only", "origin", "main", cwd=work)
+    shutil.rmtree(shared / "weekly")
+    with FakeGitHub() as github:
+        github.state.add_token(TOKEN, None)
+        again = act(
+            work,
+            shared,
+            "schedule",
+            "weekly.yml",
+            {"schedule": "17 3 * * 1", "repository": {"default_branch": "main"}},
+            github.url,
+            "--var",
+            "WEEKLY_CHAINS=toy",
+        )
+    assert again.returncode == 0, again.stdout[-5000:]
+    assert "nothing to run" in again.stdout + again.stderr
+    assert "swechain-ci run --chain" not in again.stdout, "no agent run started"
+    assert "2 kept runs of unchanged pairs written back" in again.stdout
+    assert "leaderboard unchanged" in again.stdout
 
 
 def only_job(work: Path, workflow: str, job: str) -> str:
