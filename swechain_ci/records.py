@@ -1,6 +1,7 @@
 """JSON on disk is the pydantic models, written atomically so a kill never leaves half a file.
 YAML written by people (chains, agents) is read into the same models, with errors naming
-the file, the field and what is expected."""
+the file, the field and what is expected. A run's folder (``RunFolder``) names every record
+of a run: nowhere else are those file names written."""
 
 from __future__ import annotations
 

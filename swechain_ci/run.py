@@ -13,10 +13,15 @@ Phases pass state only through the output folder's records (and the run branch, 
 carries the same files), each written last by the phase that owns it. So the local `run`
 (every phase in sequence) and a workflow running each phase as its own job on any runner
 give the same records, and a run cut short anywhere resumes at its first unfinished phase.
+
+Here the phases are only put together: the agent's work in its container is the agents
+stage's (agents/phase.py), the hidden-test runs the evaluation's (evaluation/step.py), their
+scoring the scoring's (scoring/step.py); the record names are records.py's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import os
@@ -26,41 +31,28 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
 from swechain_ci import progress
 from swechain_ci.agents import resolve_agent
-from swechain_ci.agents.base import (
-    FIX_REPORT_FILE,
-    PROMPT_FILE,
-    SPEC_FILE,
-    Agent,
-    PhaseContext,
-    Workspace,
-)
+from swechain_ci.agents.base import Agent
 from swechain_ci.agents.image import ensure_agent_image
 from swechain_ci.agents.manifest import AgentManifest, granted_secrets
-from swechain_ci.agents.session import SessionTooLarge, export_session, import_session
+from swechain_ci.agents.phase import AgentResult, AgentRunner, AgentTask
 from swechain_ci.agents.triage import InfraFailure
 from swechain_ci.chain import sources, trees
 from swechain_ci.chain.definition import Chain, load_chain
 from swechain_ci.containers import images as image_builds
-from swechain_ci.containers.sandbox import DockerSandbox, single_file_tar
+from swechain_ci.containers.protocol import Sandbox
+from swechain_ci.containers.sandbox import DockerSandbox
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation import oracle as oracles
-from swechain_ci.evaluation.background import in_background
-from swechain_ci.evaluation.change_scan import flag_run
-from swechain_ci.evaluation.evaluate import evaluate
-from swechain_ci.evaluation.outcomes import (
-    has_execution_error,
-    resolve,
-    scored_universe,
-)
+from swechain_ci.evaluation.step import StepEvaluation
 from swechain_ci.github.branches import RunBranch
 from swechain_ci.models import (
-    AgentOutcome,
     AgentPhase,
     AgentPhaseRecord,
     ChainOracle,
@@ -71,18 +63,13 @@ from swechain_ci.models import (
     Status,
     StepOracle,
     StepRecord,
-    TestRun,
-    Usage,
 )
 from swechain_ci.records import RunFolder, read_model, write_bytes, write_model, write_text
 from swechain_ci.scoring import integrity
-from swechain_ci.scoring.fix_report import build_report
+from swechain_ci.scoring import step as scored
 from swechain_ci.scoring.report import write_scorecard
-from swechain_ci.scoring.score import categorize, count, plan, scorecard
+from swechain_ci.scoring.score import plan, scorecard
 from swechain_ci.specs.store import run_specs
-
-PROMPTS = Path(__file__).resolve().parent / "agents" / "prompts"
-ARCHIVE_DIR = "/archive"
 
 
 def finished_steps(output: Path) -> list[StepRecord]:
@@ -187,39 +174,27 @@ class PhaseOutcome:
     summary: str
 
 
-class ChainRun:
-    """What every phase of a run needs, loaded once. The phases pass state to each other only
-    through the output folder (and the run branch, which carries the same files), so a job on
-    another runner can take any phase."""
+class RunState:
+    """A run's records as its phases read and write them: the output folder, and the branch
+    that carries the same files."""
 
-    def __init__(
-        self,
-        sandbox: DockerSandbox,
-        chain: Chain,
-        agent: Agent,
-        manifest: AgentManifest,
-        oracle: ChainOracle,
-        chain_images: image_builds.ChainImages,
-        output: Path,
-        specs: dict[tuple[str, str], str],
-        branch: RunBranch | None = None,
-        environ: Mapping[str, str] | None = None,
-    ) -> None:
-        self.sandbox, self.chain, self.agent, self.manifest, self.oracle = sandbox, chain, agent, manifest, oracle
-        self.branch = branch
-        self.images, self.output, self.specs = chain_images, output, specs
+    def __init__(self, chain: Chain, oracle: ChainOracle, output: Path, branch: RunBranch | None, agent: str) -> None:
+        self.chain, self.oracle, self.output, self.branch, self.agent = chain, oracle, output, branch, agent
         self.folder = RunFolder(output)
-        self.secrets = secrets_for(manifest, environ)
-
-    # -- records --------------------------------------------------------------------------------
 
     @property
     def record(self) -> RunRecord:
         return read_model(self.folder.record, RunRecord)
 
+    def update(self, **fields: object) -> None:
+        write_model(self.folder.record, self.record.model_copy(update=fields))
+
     @property
     def labels(self) -> dict[str, str]:
         return {"swechain-ci.run": self.record.run_id}
+
+    def first(self, step: StepOracle) -> bool:
+        return step.index == self.oracle.steps[0].index
 
     def position(self) -> Position:
         if self.record.status != "running":  # a stopped run is reopened by load_run
@@ -251,7 +226,10 @@ class ChainRun:
         if done and done[-1].agent_failed:
             progress.say(f"step {done[-1].index} ended with a failed agent; running it again")
             shutil.rmtree(self.folder.step(self.oracle.steps[len(done) - 1]).path)
-        write_model(self.folder.record, record.model_copy(update={"status": "running", "stop_reason": None}))
+        self.update(status="running", stop_reason=None)
+
+    def previous(self, step: StepOracle) -> StepRecord | None:
+        return next((s for s in finished_steps(self.output) if s.index == step.index - 1), None)
 
     def write_scorecard(self) -> None:
         write_scorecard(
@@ -261,280 +239,25 @@ class ChainRun:
     def code(self, step: StepOracle, name: str, dest: Path) -> Path:
         """A codebase from the records: ``start`` (before ``step``), ``build``, ``fix`` or ``final``."""
         if name == "start":
-            if step.index == self.oracle.steps[0].index:
+            if self.first(step):
                 trees.copy_tree(sources.materialize(self.chain, self.chain.versions[0]).code, dest)
                 return dest
             step, name = self.oracle.steps[self.oracle.steps.index(step) - 1], "final"
         folder = self.folder.step(step)
-        archive = folder.final_code if name == "final" else folder.code(name)
-        restore(archive, dest)
+        restore(folder.final_code if name == "final" else folder.code(name), dest)
         return dest
+
+    def earlier_code(self, step: StepOracle) -> dict[int, bytes]:
+        """The code each earlier step handed on, by step index."""
+        earlier = self.oracle.steps[: self.oracle.steps.index(step)]
+        return {s.index: self.folder.step(s).final_code.read_bytes() for s in earlier}
 
     def commit(self, code: Path, message: str) -> None:
         if self.branch:
-            self.branch.commit(code, self.output, f"{message} ({self.agent.name})")
+            self.branch.commit(code, self.output, f"{message} ({self.agent})")
 
     def title(self, step: StepOracle, phase: str) -> str:
         return f"step {step.index} {phase}: {self.chain.config.package} {step.prev_version} -> {step.next_version}"
-
-    # -- the agent's phases ---------------------------------------------------------------------
-
-    def run_agent(self, ctx: PhaseContext) -> AgentOutcome:
-        started = time.monotonic()
-        try:
-            outcome = self.agent.run(ctx)
-        except Exception as exc:  # an agent crash ends the chain, never the harness
-            outcome = AgentOutcome(status="crashed", detail=f"{type(exc).__name__}: {exc}"[:2000])
-        return outcome.model_copy(update={"wall_s": round(time.monotonic() - started, 3)})
-
-    def agent_phase(self, name: AgentPhase, step: StepOracle, work: Path) -> None:
-        """Build or Fix: the agent at work in a fresh container holding the code it starts from.
-        Leaves ``agent-<name>.json`` (written last), ``code-<name>.tar.gz``, ``<name>.diff`` and the log."""
-        folder = self.folder.step(step)
-        before = self.code(step, "start" if name == "build" else "build", work / "before")
-        after = work / "after"
-        fix_report, session_id, session_archive, cli_session = None, str(uuid.uuid4()), None, None
-        if name == "fix":
-            fix_report = folder.fix_report.read_text()
-            built = read_model(folder.agent("build"), AgentPhaseRecord)
-            if self.manifest.session == "resume":
-                session_id = built.session_id  # a new session where the Build's state was not kept
-                cli_session = built.agent.cli_session
-                session_archive = folder.session.read_bytes() if built.session == "kept" else None
-        prev = None
-        if name == "build" and step.index != self.oracle.steps[0].index:
-            # prev needs nothing from the agent: its evaluation runs while the agent works.
-            progress.say(f"step {step.index}/{len(self.oracle.steps)}: hidden tests of {step.next_version} on prev")
-            prev = in_background(
-                lambda: evaluate(self.sandbox, self.chain, self.images.versions[step.next_version], before, self.labels)
-            )
-        agent_image = ensure_agent_image(self.sandbox, self.chain, self.images, self.manifest)
-        container = self.sandbox.start_agent_container(
-            agent_image, self.chain.config.limits, self.labels, network=agent_network(self.manifest)
-        )
-        try:
-            workspace = Workspace(container)
-            workspace.push_code(before)
-            self.put_archive(workspace, step)
-            if session_archive is not None:
-                import_session(workspace, session_archive)
-            spec = self.specs.get((step.prev_version, step.next_version), "")
-            if (step.prev_version, step.next_version) in self.specs:  # a baseline may run with none
-                workspace.put_text(SPEC_FILE, spec)
-            if fix_report is not None:
-                workspace.put_text(FIX_REPORT_FILE, fix_report)
-            prompt = (
-                (PROMPTS / f"{name}.md")
-                .read_text()
-                .format(prev_version=step.prev_version, next_version=step.next_version)
-            )
-            workspace.put_text(PROMPT_FILE, prompt)
-            ctx = PhaseContext(
-                phase=name,
-                step_index=step.index,
-                prev_version=step.prev_version,
-                next_version=step.next_version,
-                spec=spec,
-                fix_report=fix_report,
-                prompt=prompt,
-                workspace=workspace,
-                chain=self.chain,
-                log=folder.agent_log(name),
-                session_id=session_id,
-                limits=self.manifest.limits,
-                secrets=self.secrets,
-                cli_session=cli_session,
-            )
-            ctx.log.parent.mkdir(parents=True, exist_ok=True)
-            progress.say(f"step {step.index}/{len(self.oracle.steps)} {name}: agent {self.agent.name} at work")
-            outcome = self.run_agent(ctx)
-            workspace.container.kill_agent_processes()  # nothing the agent started outlives its phase
-            if outcome.status == "infra_error":  # not the agent's doing: this phase is not recorded
-                with open(ctx.log, "a") as log:
-                    log.write(f"\n[swechain-ci] {name}: {outcome.status} {outcome.detail}\n")
-                raise InfraFailure(step.index, name, outcome.infra, outcome.detail)
-            try:
-                left_out = workspace.pull_code(after)
-                if left_out:  # recorded beside what the agent said: the code scored is not all it left
-                    shown = f"left out of the code tree: {', '.join(left_out)}"[:1000]
-                    outcome = outcome.model_copy(update={"detail": f"{outcome.detail}\n{shown}".strip()})
-            except (
-                SwechainError
-            ) as exc:  # e.g. a tree over the size limit: the agent's failure; the code stays as it was
-                outcome = outcome.model_copy(update={"status": "tree_rejected", "detail": str(exc)[:2000]})
-                shutil.rmtree(after, ignore_errors=True)
-                trees.copy_tree(before, after)
-            with open(ctx.log, "a") as log:
-                log.write(f"\n[swechain-ci] {name}: {outcome.status} {outcome.detail}\n")
-            session, note = "none", ""
-            if name == "build" and self.manifest.session == "resume":
-                try:
-                    write_bytes(folder.session, export_session(workspace, self.secrets))
-                    session = "kept"
-                except SessionTooLarge as exc:
-                    session, note = "dropped", f"{exc}: the Fix starts a new session"
-        finally:
-            container.remove()
-        if prev is not None:
-            try:
-                write_model(folder.prev_run, PrevRun(code_sha256=trees.digest(before), run=prev.result()))
-            except Exception as exc:  # the evaluation phase runs it again
-                progress.say(
-                    f"step {step.index}: the prev evaluation failed alongside the agent ({exc}); it runs again later"
-                )
-        patch = trees.diff(before, after)
-        write_text(folder.diff(name), patch)
-        write_bytes(folder.code(name), snapshot(after))
-        write_model(
-            folder.agent(name),
-            AgentPhaseRecord(
-                phase=name,
-                agent=outcome,
-                session_id=session_id,
-                session=session,
-                session_note=note,
-                code_sha256=trees.digest(after),
-                diff=trees.diff_stats(patch),
-            ),
-        )
-        self.commit(after, self.title(step, name))
-
-    def put_archive(self, workspace: Workspace, step: StepOracle) -> None:
-        """Earlier steps' code, inside the container where the agent user cannot read it."""
-        workspace.container.exec(["mkdir", "-m", "700", "-p", ARCHIVE_DIR], user=0)
-        for earlier in self.oracle.steps[: self.oracle.steps.index(step)]:
-            archive = self.folder.step(earlier).final_code.read_bytes()
-            workspace.container.put_tree(
-                single_file_tar(f"step-{earlier.index:02d}.tar.gz", archive, 0, 0o600), ARCHIVE_DIR
-            )
-
-    # -- evaluation -----------------------------------------------------------------------------
-
-    def evaluated(
-        self, name: str, step: StepOracle, code: Path, prev_outcomes: dict[str, Status], runs: dict[str, TestRun]
-    ) -> PhaseRecord:
-        """The agent phase ``name``'s record with its hidden-test run; ``runs`` reuses a run of identical code."""
-        folder = self.folder.step(step)
-        agent = read_model(folder.agent(name), AgentPhaseRecord)
-        if agent.code_sha256 not in runs:
-            progress.say(f"step {step.index}/{len(self.oracle.steps)} {name}: hidden tests of {step.next_version}")
-            runs[agent.code_sha256] = evaluate(
-                self.sandbox, self.chain, self.images.versions[step.next_version], code, self.labels
-            )
-        gold = sources.materialize(self.chain, step.prev_version).code
-        run = flag_run(
-            runs[agent.code_sha256],
-            gold,
-            code,
-            self.chain.config.test_folder,
-            step.index,
-            name,
-            self.chain.config.source_root,
-        )
-        outcomes = resolve(run, step.new_gold)
-        universe = scored_universe(step.new_gold, [*step.flaky, *step.needs_network])
-        categories = categorize(step.upgrade_related, universe, prev_outcomes, outcomes)
-        write_text(folder.tests_log(name), run.output_tail)
-        return PhaseRecord(
-            phase=name,
-            agent=agent.agent,
-            code_sha256=agent.code_sha256,
-            diff=agent.diff,
-            run=run,
-            outcomes=outcomes,
-            categories=categories,
-            counts=count(categories),
-            execution_error=has_execution_error(run, outcomes),
-        )
-
-    def evaluate_build(self, step: StepOracle, work: Path) -> None:
-        """Hidden tests on prev and on the Build. Finishes the step, or grants the one Fix
-        (``evaluate.json`` and ``fix_report.md``) on an execution error."""
-        folder = self.folder.step(step)
-        for stale in (folder.evaluation, folder.fix_report):
-            stale.unlink(missing_ok=True)
-        runs: dict[str, TestRun] = {}
-        prev_run = None
-        if step.index == self.oracle.steps[0].index:
-            prev_outcomes = step.old_gold  # prev at the first step is old gold by definition
-        else:
-            prev = self.code(step, "start", work / "prev")
-            ran = folder.prev_run
-            ran_alongside = read_model(ran, PrevRun) if ran.is_file() else None
-            if ran_alongside is not None and ran_alongside.code_sha256 == trees.digest(prev):
-                prev_run = ran_alongside.run  # evaluated while the agent worked
-            else:
-                progress.say(f"step {step.index}/{len(self.oracle.steps)}: hidden tests of {step.next_version} on prev")
-                prev_run = evaluate(
-                    self.sandbox, self.chain, self.images.versions[step.next_version], prev, self.labels
-                )
-            runs[trees.digest(prev)] = prev_run
-            prev_outcomes = resolve(prev_run, step.new_gold)
-        # prev as scored: old gold where prev broke on purpose (scoring/integrity.py)
-        prev_flag = integrity.prev_import_flag(
-            step.index, step.next_version, prev_run, self.previous(step), self.record.import_name
-        )
-        scored_prev = integrity.prev_for_scoring(prev_outcomes, step.old_gold, [prev_flag] if prev_flag else [])
-        code = self.code(step, "build", work / "build")
-        build = self.evaluated("build", step, code, scored_prev, runs)
-        record = StepRecord(
-            **step.gold(),
-            spec_level=self.record.spec_level,
-            prev_outcomes=prev_outcomes,
-            build=build,
-            prev_run=prev_run,
-            integrity_flags=[prev_flag] if prev_flag else [],
-        )
-        if build.agent.status == "ok" and build.execution_error:
-            report = build_report(build.run)
-            write_text(folder.fix_report, report)
-            write_model(folder.evaluation, record.model_copy(update={"fix_report": report}))
-        else:
-            self.finish_step(step, record, "build")
-        self.commit(code, self.title(step, "evaluate"))
-
-    def evaluate_fix(self, step: StepOracle, work: Path) -> None:
-        record = read_model(self.folder.step(step).evaluation, StepRecord)
-        code = self.code(step, "fix", work / "fix")
-        scored_prev = integrity.prev_for_scoring(record.prev_outcomes, record.old_gold, record.integrity_flags)
-        fix = self.evaluated("fix", step, code, scored_prev, {record.build.code_sha256: record.build.run})
-        self.finish_step(step, record.model_copy(update={"fix": fix}), "fix")
-        self.commit(code, self.title(step, "evaluate fix"))
-
-    def previous(self, step: StepOracle) -> StepRecord | None:
-        return next((s for s in finished_steps(self.output) if s.index == step.index - 1), None)
-
-    def finish_step(self, step: StepOracle, record: StepRecord, final: str) -> None:
-        folder = self.folder.step(step)
-        record.integrity_flags = integrity.step_flags(record, self.previous(step), self.record.import_name)
-        record = record.model_copy(update={"usage": Usage.total([p.agent for p in (record.build, record.fix) if p])})
-        write_bytes(folder.final_code, folder.code(final).read_bytes())
-        write_model(folder.record, record)  # written last: its presence marks the step finished
-        self.write_scorecard()
-
-    def hand_on(self, step: StepOracle, work: Path) -> None:
-        """The run's end: stopped at a failed agent, or finished after the last step."""
-        done = finished_steps(self.output)
-        last = done[-1]
-        record = self.record
-        if last.agent_failed:
-            phase = last.fix or last.build
-            record = record.model_copy(
-                update={
-                    "status": "stopped",
-                    "stop_reason": f"step {last.index}: agent {phase.agent.status}: {phase.agent.detail}"[:500],
-                }
-            )
-            message = f"stopped: {record.stop_reason}"[:200]
-        else:
-            record = record.model_copy(update={"status": "finished"})
-            message = f"finished: {self.chain.id} steps {self.chain.step_range}"
-        write_model(self.folder.record, record)
-        self.write_scorecard()
-        if self.branch:
-            self.branch.commit(self.code(step, "final", work / "final"), self.output, message)
-
-    # -- driving --------------------------------------------------------------------------------
 
     def pause(self, step: StepOracle, failure: InfraFailure, work: Path) -> None:
         """An infrastructure failure: the phase is not recorded (its step is not scored), its logs
@@ -550,7 +273,7 @@ class ChainRun:
             f"{failure.detail}"[:400]
             + "; resume with the same `swechain-ci run` command, or dispatch the workflow again with this run id"
         )
-        write_model(self.folder.record, self.record.model_copy(update={"status": "paused", "stop_reason": reason}))
+        self.update(status="paused", stop_reason=reason)
         progress.say(f"paused: {reason}")
         self.write_scorecard()
         if self.branch:
@@ -560,52 +283,260 @@ class ChainRun:
                 f"paused: step {step.index} {failure.phase}: infrastructure failure",
             )
 
+
+@dataclass
+class EvaluationPhases:
+    """The evaluate and evaluate-fix handlers: the hidden-test runs are evaluation/step.py's,
+    their scoring scoring/step.py's; here they are taken from and written to the records."""
+
+    sandbox: Sandbox
+    chain: Chain
+    oracle: ChainOracle
+    images: image_builds.ChainImages
+    state: RunState
+
+    def evaluation(self, step: StepOracle) -> StepEvaluation:
+        image = self.images.versions[step.next_version]
+        return StepEvaluation(self.sandbox, self.chain, step, len(self.oracle.steps), self.state.labels, image)
+
+    def evaluate_build(self, step: StepOracle, work: Path) -> None:
+        """Hidden tests on prev and on the Build. Finishes the step, or grants the one Fix
+        (``evaluate.json`` and ``fix_report.md``) on an execution error."""
+        folder = self.state.folder.step(step)
+        for stale in (folder.evaluation, folder.fix_report):
+            stale.unlink(missing_ok=True)
+        tests = self.evaluation(step)
+        prev_run = None
+        if not self.state.first(step):  # prev at the first step is old gold by definition
+            alongside = read_model(folder.prev_run, PrevRun) if folder.prev_run.is_file() else None
+            prev_run = tests.prev(self.state.code(step, "start", work / "prev"), alongside)
+        record = self.state.record
+        prev = scored.prev_as_scored(step, prev_run, self.state.previous(step), record.import_name)
+        code = self.state.code(step, "build", work / "build")
+        build = self.phase_record("build", step, code, prev.scored, tests)
+        step_record = scored.step_record(step, record.spec_level, prev, build)
+        report = scored.fix_report(step_record)
+        if report is not None:
+            write_text(folder.fix_report, report)
+            write_model(folder.evaluation, step_record.model_copy(update={"fix_report": report}))
+        else:
+            self.finish_step(step, step_record, "build")
+        self.state.commit(code, self.state.title(step, "evaluate"))
+
+    def evaluate_fix(self, step: StepOracle, work: Path) -> None:
+        record = read_model(self.state.folder.step(step).evaluation, StepRecord)
+        code = self.state.code(step, "fix", work / "fix")
+        tests = self.evaluation(step)
+        tests.runs[record.build.code_sha256] = record.build.run
+        fix = self.phase_record("fix", step, code, scored.prev_of(record), tests)
+        self.finish_step(step, record.model_copy(update={"fix": fix}), "fix")
+        self.state.commit(code, self.state.title(step, "evaluate fix"))
+
+    def phase_record(
+        self, name: AgentPhase, step: StepOracle, code: Path, prev: dict[str, Status], tests: StepEvaluation
+    ) -> PhaseRecord:
+        """The agent phase ``name``'s record with its hidden-test run, scored against ``prev``."""
+        folder = self.state.folder.step(step)
+        agent = read_model(folder.agent(name), AgentPhaseRecord)
+        ran = tests.phase(name, code, agent.code_sha256)
+        write_text(folder.tests_log(name), ran.run.output_tail)
+        return scored.phase_record(agent, ran, step, prev)
+
+    def finish_step(self, step: StepOracle, record: StepRecord, final: AgentPhase) -> None:
+        folder = self.state.folder.step(step)
+        record = scored.finished(record, self.state.previous(step), self.state.record.import_name)
+        write_bytes(folder.final_code, folder.code(final).read_bytes())
+        write_model(folder.record, record)  # written last: its presence marks the step finished
+        self.state.write_scorecard()
+
+
+@dataclass
+class AgentPhases:
+    """The Build and Fix handlers: the agent's work in its container is agents/phase.py's; here
+    its task is taken from the records and what it left is recorded."""
+
+    sandbox: Sandbox
+    chain: Chain
+    agent: Agent
+    manifest: AgentManifest
+    oracle: ChainOracle
+    images: image_builds.ChainImages
+    specs: dict[tuple[str, str], str]
+    state: RunState
+    secrets: dict[str, str]
+    evaluations: EvaluationPhases
+
     def build(self, step: StepOracle, work: Path) -> None:
-        shutil.rmtree(self.folder.step(step).path, ignore_errors=True)  # a phase cut short starts over
-        if self.branch and self.branch.head() is None:
-            self.branch.commit(
-                self.code(step, "start", work / "start"),
-                self.output,
-                f"start: {self.chain.config.package} {self.chain.versions[0]}",
-            )
+        shutil.rmtree(self.state.folder.step(step).path, ignore_errors=True)  # a phase cut short starts over
+        branch = self.state.branch
+        if branch and branch.head() is None:
+            start = self.state.code(step, "start", work / "start")
+            branch.commit(start, self.state.output, f"start: {self.chain.config.package} {self.chain.versions[0]}")
         self.agent_phase("build", step, work)
 
     def fix(self, step: StepOracle, work: Path) -> None:
         self.agent_phase("fix", step, work)
 
+    def agent_phase(self, name: AgentPhase, step: StepOracle, work: Path) -> None:
+        """Build or Fix: the agent at work in a fresh container holding the code it starts from.
+        Leaves ``agent-<name>.json`` (written last), the code archive, the diff and the log."""
+        folder = self.state.folder.step(step)
+        before = self.state.code(step, "start" if name == "build" else "build", work / "before")
+        after = work / "after"
+        prev = (
+            None
+            if name == "fix" or self.state.first(step)
+            else self.evaluations.evaluation(step).prev_alongside(before)
+        )
+        runner = AgentRunner(
+            self.sandbox,
+            self.chain,
+            self.agent,
+            self.manifest,
+            ensure_agent_image(self.sandbox, self.chain, self.images, self.manifest),
+            self.state.labels,
+            agent_network(self.manifest),
+            self.secrets,
+        )
+        task = self.agent_task(name, step)
+        result = runner.run(task, before, after, folder.agent_log(name))
+        if prev is not None:
+            self.keep_prev(step, prev)
+        self.record_agent_phase(step, task, result, before, after)
+        self.state.commit(after, self.state.title(step, name))
+
+    def agent_task(self, name: AgentPhase, step: StepOracle) -> AgentTask:
+        task = AgentTask(
+            phase=name,
+            step_index=step.index,
+            steps_total=len(self.oracle.steps),
+            prev_version=step.prev_version,
+            next_version=step.next_version,
+            spec=self.specs[(step.prev_version, step.next_version)],
+            fix_report=None,
+            earlier_code=self.state.earlier_code(step),
+            session_id=str(uuid.uuid4()),
+            keep_session=name == "build" and self.manifest.session == "resume",
+        )
+        if name == "build":
+            return task
+        folder = self.state.folder.step(step)
+        task = dataclasses.replace(task, fix_report=folder.fix_report.read_text())
+        built = read_model(folder.agent("build"), AgentPhaseRecord)
+        if self.manifest.session != "resume":
+            return task
+        return dataclasses.replace(  # a new session where the Build's state was not kept
+            task,
+            session_id=built.session_id,
+            cli_session=built.agent.cli_session,
+            session_archive=folder.session.read_bytes() if built.session == "kept" else None,
+        )
+
+    def keep_prev(self, step: StepOracle, prev: Future[PrevRun]) -> None:
+        try:
+            write_model(self.state.folder.step(step).prev_run, prev.result())
+        except Exception as exc:  # the evaluation phase runs it again
+            progress.say(
+                f"step {step.index}: the prev evaluation failed alongside the agent ({exc}); it runs again later"
+            )
+
+    def record_agent_phase(
+        self, step: StepOracle, task: AgentTask, result: AgentResult, before: Path, after: Path
+    ) -> None:
+        folder = self.state.folder.step(step)
+        if result.session_archive is not None:
+            write_bytes(folder.session, result.session_archive)
+        patch = trees.diff(before, after)
+        write_text(folder.diff(task.phase), patch)
+        write_bytes(folder.code(task.phase), snapshot(after))
+        phase = AgentPhaseRecord(
+            phase=task.phase,
+            agent=result.outcome,
+            session_id=task.session_id,
+            session=result.session,
+            session_note=result.session_note,
+            code_sha256=trees.digest(after),
+            diff=trees.diff_stats(patch),
+        )
+        write_model(folder.agent(task.phase), phase)
+
+
+class ChainRun:
+    """What every phase of a run needs, loaded once, and a handler per phase. The phases pass
+    state to each other only through the run's records (``RunState``), so a job on another
+    runner can take any phase."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        chain: Chain,
+        agent: Agent,
+        manifest: AgentManifest,
+        oracle: ChainOracle,
+        chain_images: image_builds.ChainImages,
+        output: Path,
+        specs: dict[tuple[str, str], str],
+        branch: RunBranch | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.sandbox, self.chain = sandbox, chain
+        self.state = RunState(chain, oracle, output, branch, agent.name)
+        self.evaluations = EvaluationPhases(sandbox, chain, oracle, chain_images, self.state)
+        secrets = secrets_for(manifest, environ)
+        self.agents = AgentPhases(
+            sandbox, chain, agent, manifest, oracle, chain_images, specs, self.state, secrets, self.evaluations
+        )
+
+    # -- the run's end, and driving -------------------------------------------------------------
+
+    def hand_on(self, step: StepOracle, work: Path) -> None:
+        """The run's end: stopped at a failed agent, or finished after the last step."""
+        last = finished_steps(self.state.output)[-1]
+        if last.agent_failed:
+            phase = last.fix or last.build
+            reason = f"step {last.index}: agent {phase.agent.status}: {phase.agent.detail}"[:500]
+            self.state.update(status="stopped", stop_reason=reason)
+            message = f"stopped: {reason}"[:200]
+        else:
+            self.state.update(status="finished")
+            message = f"finished: {self.chain.id} steps {self.chain.step_range}"
+        self.state.write_scorecard()
+        if self.state.branch:
+            self.state.branch.commit(self.state.code(step, "final", work / "final"), self.state.output, message)
+
     def handler(self, phase: Phase) -> Callable[[StepOracle, Path], None]:
         """The method that runs ``phase`` of a step, in a scratch folder of its own."""
         return {
-            Phase.BUILD: self.build,
-            Phase.EVALUATE: self.evaluate_build,
-            Phase.FIX: self.fix,
-            Phase.EVALUATE_FIX: self.evaluate_fix,
+            Phase.BUILD: self.agents.build,
+            Phase.EVALUATE: self.evaluations.evaluate_build,
+            Phase.FIX: self.agents.fix,
+            Phase.EVALUATE_FIX: self.evaluations.evaluate_fix,
             Phase.HAND_ON: self.hand_on,
         }[phase]
 
     def run_phase(self, position: Position) -> None:
         step = position.step
         assert step is not None
-        removed = self.sandbox.remove_labelled(self.labels)
+        removed = self.sandbox.remove_labelled(self.state.labels)
         if removed:
             progress.say(f"removed {removed} container(s) left by an interrupted phase")
         with tempfile.TemporaryDirectory(prefix="swechain-run-") as tmp:
             try:
                 self.handler(Phase(position.phase))(step, Path(tmp))
             except InfraFailure as failure:
-                self.pause(step, failure, Path(tmp))
+                self.state.pause(step, failure, Path(tmp))
 
     def execute(self, max_steps: int | None = None) -> None:
         """The local run: every phase in sequence, exactly as the jobs of a dispatched run."""
-        done = finished_steps(self.output)
-        first = self.position()
+        done = finished_steps(self.state.output)
+        first = self.state.position()
         if done and first.phase != DONE:
             progress.say(
                 f"resuming after step {done[-1].index}"
                 + ("" if first.phase in (Phase.BUILD, Phase.HAND_ON) else f", at {first}")
             )
         started: set[int] = set()
-        while (position := self.position()).step is not None:
+        while (position := self.state.position()).step is not None:
             assert position.step is not None
             if position.phase == Phase.BUILD and max_steps is not None and len(started) >= max_steps:
                 progress.say(f"paused after {max_steps} step(s); run again to continue")
@@ -616,7 +547,7 @@ class ChainRun:
     def execute_phase(self, phase: Phase, step_index: int | None) -> PhaseOutcome:
         """One job's phase. A phase already done (a re-run, or a run dispatched again) is
         skipped; asking for a phase whose predecessors have not run is an error."""
-        current = self.position()
+        current = self.state.position()
         wanted_step = current.step.index if step_index is None and current.step else step_index
         wanted = (wanted_step if wanted_step is not None else 10**9, PHASES.index(Phase(phase)))
         if current.step is None or wanted < current.key():
@@ -628,7 +559,7 @@ class ChainRun:
                 f"cannot run step {wanted_step} {phase}: the run is at {current}; run --phase {current.phase} first"
             )
         self.run_phase(current)
-        return PhaseOutcome(current, self.position(), "")
+        return PhaseOutcome(current, self.state.position(), "")
 
 
 def load_run(
@@ -685,7 +616,7 @@ def load_run(
             record.model_copy(update={"import_name": chain.config.import_name, "steps_planned": plan(oracle.steps)}),
         )
     run = ChainRun(sandbox, chain, agent, manifest, oracle, chain_images, output, specs, branch, environ)
-    run.reopen()
+    run.state.reopen()
     return run
 
 

@@ -1,8 +1,9 @@
-"""Stage 4, agents: manifests (manifest), the protocol and workspace (base), the built-in, cli
-and reference agents (builtin, cli, anthropic with its tools and prices) and the agent image
-(image). Agents are resolved here from a name: a built-in, a manifest in agents/, or a path.
+"""Stage 5, agents: manifests (manifest), the protocol and workspace (base), the built-in, cli
+and reference agents (builtin, cli, anthropic with its tools), an agent phase in its container
+(phase) and the agent image (image). Agents are resolved here from a name: a built-in, a
+manifest in agents/, or a path.
 
-Imports: the chain, containers and evaluation stages and the foundation modules.
+Imports: the chain, containers, evaluation and specs stages and the foundation modules.
 """
 
 from __future__ import annotations

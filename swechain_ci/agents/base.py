@@ -11,7 +11,7 @@ from typing import Protocol
 from swechain_ci.agents.manifest import AgentLimits
 from swechain_ci.chain import trees
 from swechain_ci.chain.definition import Chain
-from swechain_ci.containers.sandbox import AGENT_UID, AgentContainer, CommandOutcome
+from swechain_ci.containers.protocol import AGENT_UID, CommandOutcome, Container
 from swechain_ci.models import AgentOutcome, AgentPhase
 
 CODE_DIR = "/app/code"
@@ -23,7 +23,7 @@ PROMPT_FILE = "/app/PROMPT.md"
 class Workspace:
     """The agent's side of the persistent container: /app/code, the spec beside it."""
 
-    def __init__(self, container: AgentContainer) -> None:
+    def __init__(self, container: Container) -> None:
         self.container = container
 
     def pull_code(self, dest: Path) -> list[str]:
@@ -37,6 +37,12 @@ class Workspace:
 
     def put_text(self, path: str, text: str, uid: int = 0) -> None:
         self.container.put_file(path, text.encode(), uid=uid)
+
+    def put_private(self, folder: str, files: dict[str, bytes]) -> None:
+        """Files only root can read (the agent user cannot), in ``folder``."""
+        self.container.exec(["mkdir", "-m", "700", "-p", folder], user=0)
+        for name, content in files.items():
+            self.container.put_file(f"{folder}/{name}", content, uid=0, mode=0o600)
 
     def shell(
         self,

@@ -12,11 +12,11 @@ from swechain_ci.chain import environments as environments_of
 from swechain_ci.chain import sources
 from swechain_ci.chain.definition import Chain
 from swechain_ci.containers.images import ChainImages, build_cached, wheelhouse
-from swechain_ci.containers.sandbox import DockerSandbox
+from swechain_ci.containers.protocol import Sandbox
 from swechain_ci.errors import SwechainError
 
 
-def ensure_agent_image(sandbox: DockerSandbox, chain: Chain, images: ChainImages, manifest: AgentManifest) -> str:
+def ensure_agent_image(sandbox: Sandbox, chain: Chain, images: ChainImages, manifest: AgentManifest) -> str:
     """The start version's code on the start version's environment, without tests, plus
     what the agent's manifest installs."""
     start = chain.versions[0]

@@ -1,5 +1,6 @@
-"""Stage 2, containers: the images per chain and version (images) and the narrow, hardened
-Docker interface every container goes through (sandbox).
+"""Stage 2, containers: the images per chain and version (images), the sandbox protocol every
+stage is typed against (protocol) and its hardened Docker implementation, which every
+container goes through (sandbox).
 
 Imports: the chain stage and the foundation modules.
 """

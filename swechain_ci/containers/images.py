@@ -24,7 +24,7 @@ from swechain_ci.chain import sources, trees
 from swechain_ci.chain.definition import Chain
 from swechain_ci.chain.environments import find_links_options
 from swechain_ci.chain.interpreters import interpreter
-from swechain_ci.containers.sandbox import DockerSandbox
+from swechain_ci.containers.protocol import Sandbox
 from swechain_ci.errors import SwechainError
 from swechain_ci.settings import HARNESS_DIR, base_image, project_root, state_home
 
@@ -45,7 +45,7 @@ class ChainImages:
         return hashlib.sha256(joined.encode()).hexdigest()
 
 
-def ensure_base(sandbox: DockerSandbox, python: str, extra_packages: Sequence[str] = ()) -> str:
+def ensure_base(sandbox: Sandbox, python: str, extra_packages: Sequence[str] = ()) -> str:
     """The base image for ``python``: a local one if present, else a pull, else a Debian bootstrap.
 
     ``extra_packages`` (a family's Debian packages, e.g. a C++ toolchain) make a base of their
@@ -190,7 +190,7 @@ def image_namespaces() -> tuple[str, ...]:
 
 
 def build_cached(
-    sandbox: DockerSandbox,
+    sandbox: Sandbox,
     chain: Chain,
     kind: str,
     files: dict[str, Path],
@@ -227,7 +227,7 @@ def build_cached(
         return sandbox.build(context, "Dockerfile", tag, buildargs, log, network=network)
 
 
-def ensure_deps(sandbox: DockerSandbox, chain: Chain, base: str, pins: list[str]) -> str:
+def ensure_deps(sandbox: Sandbox, chain: Chain, base: str, pins: list[str]) -> str:
     with tempfile.TemporaryDirectory(prefix="swechain-reqs-") as tmp:
         req_file = Path(tmp) / "requirements.txt"
         req_file.write_text("\n".join(pins) + "\n")
@@ -260,7 +260,7 @@ def write_distribution_metadata(chain: Chain, version: str, root: Path, dest: Pa
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {chain.config.package}\nVersion: {version}\n")
 
 
-def ensure_version(sandbox: DockerSandbox, chain: Chain, deps: str, version: str) -> str:
+def ensure_version(sandbox: Sandbox, chain: Chain, deps: str, version: str) -> str:
     split = sources.materialize(chain, version)
     with tempfile.TemporaryDirectory(prefix="swechain-version-") as tmp:
         staged = Path(tmp) / "version"
@@ -271,7 +271,7 @@ def ensure_version(sandbox: DockerSandbox, chain: Chain, deps: str, version: str
         return build_cached(sandbox, chain, "version", {"version": staged}, {"DEPS": deps})
 
 
-def ensure_images(sandbox: DockerSandbox, chain: Chain, only: Sequence[str] | None = None) -> ChainImages:
+def ensure_images(sandbox: Sandbox, chain: Chain, only: Sequence[str] | None = None) -> ChainImages:
     """Every version's image (or those of ``only``, a pool runner's share); versions whose environments
     resolve alike share a dependency image."""
     base = ensure_base(sandbox, chain.config.python, family_packages(chain))

@@ -1,4 +1,5 @@
-"""The sandbox: one narrow interface over Docker, the real backend.
+"""The sandbox on Docker, the real backend: ``DockerSandbox`` (and the ``AgentContainer`` it
+starts) implement the protocols of ``containers/protocol.py``.
 
 Containers get no network, run as non-root users, with memory, CPU and pids
 limits, bounded logs, and wall-clock limits enforced from the host.
@@ -24,11 +25,16 @@ from docker.types import LogConfig
 
 from swechain_ci.chain.definition import Limits
 from swechain_ci.chain.trees import CappedStream
+from swechain_ci.containers.protocol import (
+    AGENT_UID,
+    RUNNER_UID,
+    CommandOutcome,
+    ContainerResult,
+    ExecResult,
+)
 from swechain_ci.errors import SwechainError
 
 LABEL = "swechain-ci"
-RUNNER_UID = 1001
-AGENT_UID = 1000
 # What the host reads of one evaluation's output folder, all files together.
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 # What the eval supervisor, root in its container, keeps: starting the tests as the runner,
@@ -72,33 +78,6 @@ class BuildLimits:
         return {"memory": self.memory_bytes, "memswap": self.memory_bytes, "cpushares": self.cpu_shares}
 
 
-@dataclass
-class ContainerResult:
-    exit_code: int | None
-    timed_out: bool
-    files: dict[str, bytes]
-    logs_tail: str
-    output_error: str | None = None
-
-
-@dataclass
-class ExecResult:
-    exit_code: int
-    output: bytes
-
-
-@dataclass
-class CommandOutcome:
-    """A command an agent ran: its exit status (None if killed), output kept up to a limit."""
-
-    exit_code: int | None
-    output: str
-    timed_out: bool
-    truncated: bool
-    output_bytes: int
-    stopped: bool = False  # ``on_output`` asked to end it (a limit); its processes were ended
-
-
 def hardening(limits: Limits) -> dict:
     return {
         "network_mode": "none",
@@ -135,15 +114,14 @@ def read_tar_files(
 
 
 def archive_chunks(container, path: str) -> Iterator[bytes]:
-    """A container path as a tar stream whose HTTP response is closed when the reader stops,
-    also early (at a size cap): an abandoned export keeps the engine from removing the container."""
-    api = container.client.api
-    response = api._get(api._url("/containers/{0}/archive", container.id), params={"path": path}, stream=True)
+    """A container path as a tar stream whose connection is released when the reader stops, also
+    early (at a size cap): an abandoned export keeps the engine from removing the container.
+    Closing the SDK's stream releases its response (nothing else holds it)."""
+    chunks, _ = container.get_archive(path, chunk_size=2 * 2**20)
     try:
-        api._raise_for_status(response)
-        yield from response.iter_content(2 * 2**20, False)
+        yield from chunks
     finally:
-        response.close()
+        chunks.close()
 
 
 def single_file_tar(name: str, content: bytes, uid: int, mode: int = 0o644) -> bytes:
@@ -415,9 +393,9 @@ class AgentContainer:
         result = self.container.exec_run(command, user=str(user), workdir="/app", demux=False)
         return ExecResult(result.exit_code, result.output or b"")
 
-    def put_file(self, path: str, content: bytes, uid: int = 0) -> None:
+    def put_file(self, path: str, content: bytes, uid: int = 0, mode: int = 0o644) -> None:
         directory, _, name = path.rpartition("/")
-        self.container.put_archive(directory or "/", single_file_tar(name, content, uid))
+        self.container.put_archive(directory or "/", single_file_tar(name, content, uid, mode))
 
     def remove_path(self, path: str) -> None:
         self.exec(["rm", "-rf", path])

@@ -14,8 +14,9 @@ from pydantic import ValidationError
 
 from swechain_ci.chain import trees
 from swechain_ci.chain.definition import Chain
+from swechain_ci.containers.protocol import Sandbox
 from swechain_ci.containers.runner import run_limits, runner_size, test_workers
-from swechain_ci.containers.sandbox import SUPERVISOR_CAPABILITIES, DockerSandbox, single_file_tar
+from swechain_ci.containers.sandbox import SUPERVISOR_CAPABILITIES, single_file_tar
 from swechain_ci.evaluation.harness.swechain_contract import (
     EVAL_FILE,
     FAILED_IMPORTS_FILE,
@@ -37,7 +38,7 @@ MESSAGE_CHARS = 600
 
 
 def evaluate(
-    sandbox: DockerSandbox,
+    sandbox: Sandbox,
     chain: Chain,
     image: str,
     code: Path,

@@ -26,6 +26,7 @@ from swechain_ci import progress
 from swechain_ci.chain import sources, trees
 from swechain_ci.chain.definition import Chain
 from swechain_ci.containers.images import ChainImages
+from swechain_ci.containers.protocol import Sandbox
 from swechain_ci.containers.runner import (
     RunnerSize,
     parallel_runs,
@@ -33,7 +34,6 @@ from swechain_ci.containers.runner import (
     runner_size,
     test_workers,
 )
-from swechain_ci.containers.sandbox import DockerSandbox
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.evaluate import evaluate
 from swechain_ci.evaluation.outcomes import resolve, scored_universe
@@ -350,7 +350,7 @@ def gold_run_paths(
 
 
 def run_gold(
-    sandbox: DockerSandbox,
+    sandbox: Sandbox,
     chain: Chain,
     images: Mapping[str, str],
     jobs: Sequence[GoldJob],
@@ -402,7 +402,7 @@ def run_gold(
 
 
 def gold_runs_of(
-    sandbox: DockerSandbox, chain: Chain, images: ChainImages, version: str, force: bool = False
+    sandbox: Sandbox, chain: Chain, images: ChainImages, version: str, force: bool = False
 ) -> list[Path]:
     """One pool runner's share: run (or reuse) the gold runs of ``version``'s tests and keep them;
     the kept files, for handing on to the job that derives the oracle."""
@@ -499,7 +499,7 @@ def take_handed_on(chain: Chain, images: ChainImages, folder: Path) -> frozenset
 
 
 def build(
-    sandbox: DockerSandbox,
+    sandbox: Sandbox,
     chain: Chain,
     images: ChainImages,
     force: bool = False,

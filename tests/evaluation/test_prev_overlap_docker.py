@@ -7,15 +7,16 @@ import time
 
 import pytest
 
-from swechain_ci import run as run_module
-from swechain_ci.run import ChainRun, run_chain
+from swechain_ci.agents import phase as agent_phase
+from swechain_ci.evaluation import step as step_evaluation
+from swechain_ci.run import run_chain
 
 pytestmark = pytest.mark.docker
 
 
 def test_prev_is_evaluated_while_the_agent_works(docker_engine, tmp_path, monkeypatch):
     events: list[tuple[str, float, float, str]] = []
-    real_evaluate, real_agent = run_module.evaluate, ChainRun.run_agent
+    real_evaluate, real_agent = step_evaluation.evaluate, agent_phase.run_agent
 
     def evaluate(*args, **kwargs):
         started = time.monotonic()
@@ -23,15 +24,15 @@ def test_prev_is_evaluated_while_the_agent_works(docker_engine, tmp_path, monkey
         events.append(("evaluate", started, time.monotonic(), threading.current_thread().name))
         return result
 
-    def run_agent(self, ctx):
+    def run_agent(agent, ctx):
         started = time.monotonic()
         time.sleep(3)  # an agent that takes its time
-        outcome = real_agent(self, ctx)
+        outcome = real_agent(agent, ctx)
         events.append((f"agent step {ctx.step_index} {ctx.phase}", started, time.monotonic(), ""))
         return outcome
 
-    monkeypatch.setattr(run_module, "evaluate", evaluate)
-    monkeypatch.setattr(ChainRun, "run_agent", run_agent)
+    monkeypatch.setattr(step_evaluation, "evaluate", evaluate)
+    monkeypatch.setattr(agent_phase, "run_agent", run_agent)
     card = run_chain("toy", "oracle", tmp_path / "run", steps="1-2")
     assert (card.build.resolving, card.build.precision) == (1.0, 1.0)
     [(_, agent_start, agent_end, _)] = [e for e in events if e[0] == "agent step 2 build"]
