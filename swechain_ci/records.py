@@ -148,17 +148,6 @@ class StepFolder:
     def tests_log(self, phase: str) -> Path:
         return self.logs / f"tests-{phase}.log"
 
-    def shown(self) -> dict[Path, str]:
-        """The files a run page links, with their labels (those that exist are shown)."""
-        phases = ("build", "fix")
-        return {
-            **{self.diff(p): f"{p} diff" for p in phases},
-            self.fix_report: "Fix report",
-            **{self.agent_log(p): f"agent log ({p})" for p in phases},
-            **{self.tests_log(p): f"test log ({p})" for p in phases},
-            **{self.trajectory(p): f"trajectory ({p})" for p in phases},
-        }
-
 
 @dataclass(frozen=True)
 class RunFolder:

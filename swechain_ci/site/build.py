@@ -32,7 +32,7 @@ from swechain_ci.agents import BUILTIN_NAMES
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.outcomes import scored_universe
 from swechain_ci.models import RunRecord, Scorecard, Status, StepRecord, StepScore
-from swechain_ci.records import read_model, write_bytes, write_text
+from swechain_ci.records import RunFolder, StepFolder, read_model, write_bytes, write_text
 from swechain_ci.scoring.failure_modes import LABELS, FailureMode, classify_phase, tally
 from swechain_ci.scoring.leaderboard import PAPER_FIGURES, AgentRow, ChainResult, Leaderboard, cohorts
 from swechain_ci.scoring.score import f1_undefined
@@ -44,23 +44,18 @@ from swechain_ci.site.trajectory import Entry, read_entries
 HERE = Path(__file__).parent
 MAX_COPIED_BYTES = 1 << 20  # per linked file; the rest is cut with a note
 MAX_LISTED_FAILURES = 200  # per step on a run page
+NAMES = StepFolder(Path())  # a step folder's record names, relative to the folder (records.py)
+PHASES = ("build", "fix")
 STEP_FILES = {
-    "build.diff": "build diff",
-    "fix.diff": "fix diff",
-    "fix_report.md": "Fix report",
-    "logs/agent-build.log": "agent log (build)",
-    "logs/agent-fix.log": "agent log (fix)",
-    "logs/tests-build.log": "test log (build)",
-    "logs/tests-fix.log": "test log (fix)",
-    "logs/trajectory-build.jsonl": "trajectory (build)",
-    "logs/trajectory-fix.jsonl": "trajectory (fix)",
+    **{NAMES.diff(p).as_posix(): f"{p} diff" for p in PHASES},
+    NAMES.fix_report.as_posix(): "Fix report",
+    **{NAMES.agent_log(p).as_posix(): f"agent log ({p})" for p in PHASES},
+    **{NAMES.tests_log(p).as_posix(): f"test log ({p})" for p in PHASES},
+    **{NAMES.trajectory(p).as_posix(): f"trajectory ({p})" for p in PHASES},
 }
-DIFFS = {"build.diff": "Build", "fix.diff": "Fix"}
+DIFFS = {NAMES.diff(p).as_posix(): p.capitalize() for p in PHASES}
 # Where a phase's trajectory is recorded: the reference agent's own file, else the CLI's stream in its log.
-TRAJECTORY_SOURCES = {
-    "build": ("logs/trajectory-build.jsonl", "logs/agent-build.log"),
-    "fix": ("logs/trajectory-fix.jsonl", "logs/agent-fix.log"),
-}
+TRAJECTORY_SOURCES = {p: (NAMES.trajectory(p).as_posix(), NAMES.agent_log(p).as_posix()) for p in PHASES}
 MAX_DIFF_BYTES = 1 << 20
 SITE_MARKER = ".swechain-site"
 
@@ -123,7 +118,7 @@ def _copy_bounded(source: Path, target: Path) -> None:
 
 def _step_records(folder: Path) -> dict[int, tuple[Path, StepRecord]]:
     records = {}
-    for path in sorted(folder.glob("steps/*/step.json")):
+    for path in RunFolder(folder).step_records():
         record = read_model(path, StepRecord)
         records[record.index] = (path.parent, record)
     return records
@@ -145,7 +140,7 @@ def load_run(
     summarize: Callable[[StepRecord, dict], str | None] | None,
     judge: Judge | None = None,
 ) -> RunView:
-    run = read_model(folder / "run.json", RunRecord)
+    run = read_model(RunFolder(folder).record, RunRecord)
     page = run_page_name(card.agent, card.chain)
     files_dir = page.removesuffix(".html")
     records = _step_records(folder)
@@ -174,8 +169,8 @@ def load_run(
             ]
             view.failures_cut = max(0, len(listed) - MAX_LISTED_FAILURES)
             logs = [
-                f"logs/{p.name}"
-                for p in sorted((step_dir / "logs").glob("*"))
+                (NAMES.logs / p.name).as_posix()
+                for p in sorted((step_dir / NAMES.logs).glob("*"))
                 if p.is_file() and p.suffix in (".log", ".jsonl")
             ]
             names = [n for n in STEP_FILES if (step_dir / n).is_file()]
@@ -526,7 +521,7 @@ def build_site(
     shown += [(flagged.agent, flagged.result) for flagged in board.flagged]
     for agent, result in shown:
         folder = Path(result.scorecard).parent
-        if (folder / "run.json").is_file():
+        if RunFolder(folder).record.is_file():
             card = read_model(Path(result.scorecard), Scorecard)
             runs[(agent, result.chain)] = load_run(folder, card, output, summarize, judge)
     if not history or history[-1][0] != week:
