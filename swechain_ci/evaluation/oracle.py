@@ -401,9 +401,7 @@ def run_gold(
         return dict(zip(numbers, pool.map(gold_run, numbers), strict=True))
 
 
-def gold_runs_of(
-    sandbox: Sandbox, chain: Chain, images: ChainImages, version: str, force: bool = False
-) -> list[Path]:
+def gold_runs_of(sandbox: Sandbox, chain: Chain, images: ChainImages, version: str, force: bool = False) -> list[Path]:
     """One pool runner's share: run (or reuse) the gold runs of ``version``'s tests and keep them;
     the kept files, for handing on to the job that derives the oracle."""
     if version not in chain.versions:
