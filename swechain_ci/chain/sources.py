@@ -15,6 +15,7 @@ folder that exists is complete.
 
 from __future__ import annotations
 
+import fcntl
 import fnmatch
 import hashlib
 import json
@@ -689,8 +690,13 @@ def materialize(chain: Chain, version: str) -> VersionTrees:
     root = source_root(chain, version)
     content = trees.digest(root)
     dest = state_home() / "trees" / chain.id / f"{version}-{split_key(chain, content)[:16]}"
-    if (dest / ".complete").exists():
-        return VersionTrees(version, root, dest / "code", dest / "hidden", dest / "protected", content)
-    split(chain, root, dest, version)
-    (dest / ".complete").write_text(content)
+    if not (dest / ".complete").exists():
+        # Pool runners sharing one state home (several runner services, act's jobs) split a version
+        # at the same time: one splits, the others wait and reuse its trees.
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with open(dest.with_name(dest.name + ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (dest / ".complete").exists():
+                split(chain, root, dest, version)
+                (dest / ".complete").write_text(content)
     return VersionTrees(version, root, dest / "code", dest / "hidden", dest / "protected", content)

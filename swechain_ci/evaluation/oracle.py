@@ -365,9 +365,7 @@ def run_gold(
     size = runner_size()
     side_by_side = parallel_runs(chain, size)
     labels = {"swechain-ci.chain": chain.id}
-    for version in chain.versions:
-        sources.materialize(chain, version)  # once, before the threads share the cache
-    kept_at = gold_run_paths(chain, images, jobs, size)
+    kept_at = gold_run_paths(chain, images, jobs, size)  # splits each version used once, before the threads
     numbers = [n for n, (tests_of, _, _) in enumerate(jobs) if share is None or tests_of == share]
     kept = {
         n: run
@@ -404,22 +402,17 @@ def run_gold(
 def gold_runs_of(sandbox: Sandbox, chain: Chain, images: ChainImages, version: str, force: bool = False) -> list[Path]:
     """One pool runner's share: run (or reuse) the gold runs of ``version``'s tests and keep them;
     the kept files, for handing on to the job that derives the oracle."""
-    if version not in chain.versions:
-        raise SwechainError(
-            f"--gold-runs-of {version}: not a version of chain {chain.id} steps {chain.step_range} "
-            f"(versions: {', '.join(chain.versions)})"
-        )
     jobs = gold_jobs(chain, network_probe())
     results = run_gold(
         sandbox, chain, images.versions, jobs, log_dir(chain, inputs_hash(chain, images)), force, version
     )
     kept_at = gold_run_paths(chain, images.versions, jobs, runner_size())
-    unkept = [jobs[n] for n, run in results.items() if kept_gold_run(kept_at[n]) is None]
+    unkept = [n for n in results if kept_gold_run(kept_at[n]) is None]
     if unkept:
-        tests_of, code_of, _ = unkept[0]
+        tests_of, code_of, _ = jobs[unkept[0]]
         raise SwechainError(
             f"{len(unkept)} gold run(s) of {version} did not finish (first: tests of {tests_of} on code of "
-            f"{code_of}: {summary(results[jobs.index(unkept[0])])}); they are not handed on: run the share again"
+            f"{code_of}: {summary(results[unkept[0]])}); they are not handed on: run the share again"
         )
     return [kept_at[n] for n in results]
 
