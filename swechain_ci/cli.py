@@ -284,7 +284,8 @@ def chain_build(
         Path | None,
         typer.Option(
             help="take in the gold runs the pool's runners handed on in this folder, each verified against the "
-            "inputs computed here (a mismatching or edited one is refused), then build the oracle from them",
+            "inputs computed here (one made from other inputs, or not matching its recorded hash, is refused), "
+            "then build the oracle from them",
             rich_help_panel=PLUMBING,
         ),
     ] = None,
