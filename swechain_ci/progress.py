@@ -37,6 +37,12 @@ def live() -> bool:
     return console.is_terminal and not plain
 
 
+def step_label(index: int, first: int, count: int) -> str:
+    """ "step 12 (1 of 2)" for a run of steps 12-13, "step 2/3" for a whole chain: the step's own
+    number in the chain, and where it stands in this run."""
+    return f"step {index}/{count}" if first == 1 else f"step {index} ({index - first + 1} of {count})"
+
+
 def say(message: str) -> None:
     with _lock:
         console.print(f"[dim]{time.monotonic() - _started:7.1f}s[/dim] {escape(message)}")

@@ -297,7 +297,10 @@ class EvaluationPhases:
 
     def evaluation(self, step: StepOracle) -> StepEvaluation:
         image = self.images.versions[step.next_version]
-        return StepEvaluation(self.sandbox, self.chain, step, len(self.oracle.steps), self.state.labels, image)
+        return StepEvaluation(self.sandbox, self.chain, step, self.step_label(step), self.state.labels, image)
+
+    def step_label(self, step: StepOracle) -> str:
+        return progress.step_label(step.index, self.oracle.steps[0].index, len(self.oracle.steps))
 
     def evaluate_build(self, step: StepOracle, work: Path) -> None:
         """Hidden tests on prev and on the Build. Finishes the step, or grants the one Fix
@@ -409,7 +412,7 @@ class AgentPhases:
         task = AgentTask(
             phase=name,
             step_index=step.index,
-            steps_total=len(self.oracle.steps),
+            label=progress.step_label(step.index, self.oracle.steps[0].index, len(self.oracle.steps)),
             prev_version=step.prev_version,
             next_version=step.next_version,
             spec=self.specs[(step.prev_version, step.next_version)],

@@ -36,7 +36,7 @@ class AgentTask:
 
     phase: AgentPhase
     step_index: int
-    steps_total: int
+    label: str  # how progress names the step: progress.step_label
     prev_version: str
     next_version: str
     spec: str
@@ -80,7 +80,7 @@ class AgentRunner:
         try:
             workspace = Workspace(container)
             ctx = self.prepare(workspace, task, before, log)
-            progress.say(f"step {task.step_index}/{task.steps_total} {task.phase}: agent {self.agent.name} at work")
+            progress.say(f"{task.label} {task.phase}: agent {self.agent.name} at work")
             outcome = run_agent(self.agent, ctx)
             container.kill_agent_processes()  # nothing the agent started outlives its phase
             if outcome.status == "infra_error":  # not the agent's doing: this phase is not recorded

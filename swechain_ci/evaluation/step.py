@@ -36,7 +36,7 @@ class StepEvaluation:
     sandbox: Sandbox
     chain: Chain
     step: StepOracle
-    steps_total: int
+    label: str  # how progress names the step: progress.step_label
     labels: dict[str, str]
     image: str  # the test image of the step's target version
     runs: dict[str, TestRun] = field(default_factory=dict)
@@ -45,7 +45,7 @@ class StepEvaluation:
         return evaluate(self.sandbox, self.chain, self.image, code, self.labels)
 
     def say_prev(self) -> None:
-        progress.say(f"step {self.step.index}/{self.steps_total}: hidden tests of {self.step.next_version} on prev")
+        progress.say(f"{self.label}: hidden tests of {self.step.next_version} on prev")
 
     def prev_alongside(self, code: Path) -> Future[PrevRun]:
         """prev needs nothing from the agent: its run starts now, on a thread, while the agent works."""
@@ -66,7 +66,7 @@ class StepEvaluation:
     def phase(self, name: str, code: Path, code_sha256: str) -> PhaseTests:
         """Agent phase ``name``'s code (whose digest the agent's record gives) under the hidden tests."""
         if code_sha256 not in self.runs:
-            progress.say(f"step {self.step.index}/{self.steps_total} {name}: hidden tests of {self.step.next_version}")
+            progress.say(f"{self.label} {name}: hidden tests of {self.step.next_version}")
             self.runs[code_sha256] = self.tests(code)
         config = self.chain.config
         gold = sources.materialize(self.chain, self.step.prev_version).code

@@ -127,3 +127,11 @@ def test_score_and_report_take_the_folder_as_run_does(tmp_path):
     assert result.returncode == 2 and "scorecard.json" in result.stderr
     both = run_cli("report")
     assert both.returncode == 2 and "give the run's folder" in both.stderr
+
+
+def test_a_step_is_named_by_its_number_and_its_place_in_the_run():
+    from swechain_ci.progress import step_label
+
+    assert step_label(2, 1, 3) == "step 2/3"
+    assert step_label(2, 2, 1) == "step 2 (1 of 1)", "--steps 2 is no longer 'step 2/1'"
+    assert step_label(13, 12, 2) == "step 13 (2 of 2)"
