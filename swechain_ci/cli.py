@@ -260,6 +260,13 @@ def chain_build(
             "the committed chains/<id>/oracle.json instead of writing it; exit 2 on a mismatch"
         ),
     ] = False,
+    write_dataset: Annotated[
+        bool,
+        typer.Option(
+            help="record the built steps in chains/<id>/oracle.json, the committed ground truth (a review reads the "
+            "change as a diff); without it the build only says how it differs"
+        ),
+    ] = False,
     plan_jobs: Annotated[
         bool,
         typer.Option(
@@ -290,7 +297,8 @@ def chain_build(
         ),
     ] = None,
 ) -> None:
-    """Build the chain's images and oracle, and write its steps into the committed chains/<id>/oracle.json."""
+    """Build the chain's images and oracle, and say how it differs from the committed chains/<id>/oracle.json
+    (--write-dataset records it there)."""
     import json
 
     from swechain_ci.chain.definition import load_chain
@@ -337,12 +345,26 @@ def chain_build(
         stale = dataset.verify(loaded, built)
         typer.echo(f"the rebuild of steps {loaded.step_range} reproduces {dataset.dataset_path(loaded)}")
         for line in stale:
-            typer.echo(f"  same tests, other inputs ({line}): `chain build {loaded.id}` records the new inputs")
-    else:
+            typer.echo(
+                f"  same tests, other inputs ({line}): `chain build {loaded.id} --write-dataset` records the new inputs"
+            )
+    elif write_dataset:
         path, changed = dataset.publish(loaded, built)
         typer.echo(f"dataset written to {path}" + (": " if changed else " (no change in its tests)"))
         for line in changed:
             typer.echo(f"  {line}")
+    else:
+        # A build never changes the repository's ground truth by itself (tests and runners build too).
+        committed = dataset.load(loaded)
+        rebuilt = dataset.from_oracle(loaded, built)
+        differences = dataset.changes(committed, rebuilt)
+        stale = dataset.stale_inputs(committed, rebuilt) if committed else []
+        if differences or stale:
+            typer.echo(f"{dataset.dataset_path(loaded)} differs from this build (`--write-dataset` records it):")
+            for line in [*differences, *(f"{line}: same tests, other inputs" for line in stale)]:
+                typer.echo(f"  {line}")
+        else:
+            typer.echo(f"{dataset.dataset_path(loaded)} agrees with this build")
     if job_summary:
         from swechain_ci.github.reporting import write_job_summary
 

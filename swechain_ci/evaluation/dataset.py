@@ -278,7 +278,7 @@ def require(chain: Chain) -> OracleDataset:
     if committed is None:
         raise SwechainError(
             f"chain {chain.id} has no committed oracle ({dataset_path(chain)}): run `swechain-ci chain build "
-            f"{chain.id}` and commit the file"
+            f"{chain.id} --write-dataset` and commit the file"
         )
     return committed
 

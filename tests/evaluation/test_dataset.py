@@ -149,7 +149,7 @@ def test_publish_then_verify_on_a_real_chain_folder(tmp_path, monkeypatch):
     with pytest.raises(SwechainError) as missing:
         dataset.verify(chain, oracle)
     assert str(missing.value) == (
-        f"chain toy has no committed oracle ({tmp_path}/toy/oracle.json): run `swechain-ci chain build toy` "
+        f"chain toy has no committed oracle ({tmp_path}/toy/oracle.json): run `swechain-ci chain build toy --write-dataset` "
         "and commit the file"
     )
     path, changed = dataset.publish(chain, oracle)
@@ -181,7 +181,7 @@ def test_export_without_a_committed_oracle_is_one_line(tmp_path, monkeypatch):
     result = run_cli("chain", "export", str(tmp_path / "toy"))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"error: chain toy has no committed oracle ({tmp_path}/toy/oracle.json): run `swechain-ci chain build toy` "
+        f"error: chain toy has no committed oracle ({tmp_path}/toy/oracle.json): run `swechain-ci chain build toy --write-dataset` "
         "and commit the file"
     ]
 
@@ -201,3 +201,19 @@ def test_each_committed_oracle_matches_its_chain(name):
         assert list(step.upgrade_related) == sorted(step.upgrade_related)
         assert step.pass_to_pass == sorted(step.pass_to_pass)
     assert (REPO / "chains" / name / "oracle.json").read_text() == dataset.render(committed)
+
+
+@pytest.mark.docker
+def test_a_plain_build_never_changes_the_committed_dataset(project_copy):
+    """Tests and runners build chains too: only --write-dataset records a build in the repository."""
+    from conftest import run_cli
+
+    committed = project_copy / "chains" / "toy" / "oracle.json"
+    before = committed.read_bytes()
+    env = {"SWECHAIN_ROOT": str(project_copy)}
+    result = run_cli("chain", "build", "toy", "--steps", "1", env=env)
+    assert result.returncode == 0, result.stderr
+    assert committed.read_bytes() == before
+    assert "oracle.json agrees with this build" in result.stdout or "(`--write-dataset` records it)" in result.stdout
+    written = run_cli("chain", "build", "toy", "--steps", "1", "--write-dataset", env=env)
+    assert written.returncode == 0 and "dataset written to" in written.stdout
