@@ -589,6 +589,9 @@ FILE_RULES = (
 RULES_BY_KIND = {rule.kind: rule for rule in RULES}
 
 
+# Python that parses but is nested too deeply for the scan to walk (honest code never is): unchecked,
+# like a file over the parse limit, and reported under the same kind.
+UNSCANNABLE_WHAT = "is Python nested too deeply for the scan, so its code is not checked"
 # (kind, what, line, text, name) of one file's finding
 FileFinding = tuple[str, str, int, str, str]
 TEST_FILE_NAME = re.compile(r"^(test_.*|.*_test)\.py$")
@@ -603,7 +606,7 @@ def file_findings(rel: PurePosixPath, scanned: ScannedFile, scope: Scope) -> lis
         found = list(findings(scanned.data or b"", str(rel), scope))
     except Unscannable:
         text = f"unscannable:{scanned.sha256}"
-        return [("unscannable_file", f"{rel} is Python nested too deeply to check", 0, text, text)]
+        return [("file_over_scan_limit", f"{rel} {UNSCANNABLE_WHAT}", 0, text, text)]
     test_file = bool(TEST_FILE_NAME.match(rel.name))
     return [
         (rule.kind, rule.what, line, text, name)

@@ -370,3 +370,13 @@ def test_test_files_outside_the_test_folder_may_import_pytest_and_nothing_more(t
     )
     flags = change_scan.scan_change(gold, candidate, "tests")
     assert sorted(f.location for f in flags) == ["bench/test_other.py:1", "pkg/helper.py:1"]
+
+
+def test_python_nested_too_deeply_to_walk_is_a_finding_not_a_skip(tmp_path):
+    """2,000 nested operators parse and compile, but overflow a recursive walk: reported, never skipped."""
+    gold = write(tmp_path / "gold", {"pkg/__init__.py": ""})
+    deep = "x = " + "-" * 2000 + "1\nimport sys\nsys._getframe(1)\n"
+    candidate = write(tmp_path / "cand", {"pkg/__init__.py": deep})
+    flags = change_scan.scan_change(gold, candidate, "tests")
+    assert [(f.kind, f.location) for f in flags] == [("file_over_scan_limit", "pkg/__init__.py")]
+    assert "nested too deeply" in flags[0].detail
