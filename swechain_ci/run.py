@@ -426,13 +426,14 @@ class AgentPhases:
         folder = self.state.folder.step(step)
         task = dataclasses.replace(task, fix_report=folder.fix_report.read_text())
         built = read_model(folder.agent("build"), AgentPhaseRecord)
-        if self.manifest.session != "resume":
-            return task
-        return dataclasses.replace(  # a new session where the Build's state was not kept
+        if self.manifest.session != "resume" or built.session != "kept":
+            return task  # a new session where the Build's state was not kept
+        return dataclasses.replace(
             task,
             session_id=built.session_id,
             cli_session=built.agent.cli_session,
-            session_archive=folder.session.read_bytes() if built.session == "kept" else None,
+            session_archive=folder.session.read_bytes(),
+            resumes=built.agent,
         )
 
     def keep_prev(self, step: StepOracle, prev: Future[PrevRun]) -> None:

@@ -92,6 +92,7 @@ class PhaseContext:
     log: Path
     session_id: str
     cli_session: str | None = None  # Fix: the session id the CLI reported in Build, which it resumes
+    resumes: AgentOutcome | None = None  # Fix: the Build's outcome, when the Fix resumes its kept session
     limits: AgentLimits = field(default_factory=AgentLimits)
     secrets: dict[str, str] = field(default_factory=dict)
 

@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 from swechain_ci.agents.manifest import AgentManifest
+from swechain_ci.agents.npm import npm_tree
 from swechain_ci.agents.recipe import check_recipe
 from swechain_ci.chain import environments as environments_of
 from swechain_ci.chain import sources
@@ -40,13 +41,16 @@ def ensure_agent_image(sandbox: Sandbox, chain: Chain, images: ChainImages, mani
             raise SwechainError(f"agent {manifest.name}: install.dockerfile {own} does not exist")
         check_recipe(own)  # what reaches the builder is what the review saw: no URL, no other image, no secret
         files = manifest.folder / "files"  # what the recipe may COPY: configs, deny lists
+        context = {"files": files} if files.is_dir() else {}
+        if manifest.install.npm and manifest.cli_version:  # fetched on the host: the build needs no network
+            context["npm"] = npm_tree(manifest.install.npm, manifest.cli_version)
         args = {"AGENT_IMAGE": image, **({"CLI_VERSION": manifest.cli_version} if manifest.cli_version else {})}
-        # Agent recipes fetch their CLIs; where a registry is reachable, SWECHAIN_BUILD_NETWORK=default.
+        # A recipe that fetches on its own needs SWECHAIN_BUILD_NETWORK=default (a registry within reach).
         image = build_cached(
             sandbox,
             chain,
             f"agent-{manifest.name}",
-            {"files": files} if files.is_dir() else {},
+            context,
             args,
             recipe_path=own,
             network=os.environ.get("SWECHAIN_BUILD_NETWORK", "none"),

@@ -42,6 +42,8 @@ RESERVED_ENV: tuple[tuple[str, str], ...] = (
     ),
 )
 SECRET_PREFIX = "SWECHAIN_SECRET_"
+EGRESS_PROXY_ENV = "SWECHAIN_EGRESS_PROXY"  # the runner's forward proxy, given to egress agents as HTTPS_PROXY...
+BASE_URL_ENV = "SWECHAIN_AGENT_BASE_URL"  # the runner's model endpoint for cli agents (a local server, a gateway)
 NO_SECRETS_ENV = "SWECHAIN_NO_SECRETS"  # set (to 1) for smoke runs of proposed agents: no grant is read
 # The file of grants (SWECHAIN_SECRET_<AGENT>__<NAME>=value lines) the runner's .env names instead
 # of holding the values: every job's environment then carries a path, never a key, and only a run
@@ -64,6 +66,7 @@ PLACEHOLDERS = {
     "max_turns",
     "max_cost_usd",
     "cli_session",
+    "base_url",
 }
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
@@ -101,14 +104,21 @@ class AgentInstall(Strict):
         None,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
         description="a recipe of its own (FROM ${AGENT_IMAGE}) beside the manifest, e.g. installs a CLI; its build "
-        "context is the folder files/ beside it (build args AGENT_IMAGE and CLI_VERSION)",
+        "context holds the folder files/ beside it and npm/ (see npm) (build args AGENT_IMAGE and CLI_VERSION)",
+    )
+    npm: str | None = Field(
+        None,
+        pattern=r"^(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*$",
+        description="the CLI's npm package, at cli_version: fetched on the host with Node (agents/npm.py), "
+        "in the recipe's build context as npm/node_modules; needs dockerfile and cli_version",
     )
 
 
 class Commands(Strict):
     """Command templates; placeholders: {spec_file} {fix_report_file} {prompt_file} {code_dir}
-    {session_id} {model} {phase} {step} {reasoning_effort} {max_turns} {max_cost_usd} and
-    {cli_session} (the session id the CLI's Build stream reported; Fix only). A string runs
+    {session_id} {model} {phase} {step} {reasoning_effort} {max_turns} {max_cost_usd},
+    {cli_session} (the session id the CLI's Build stream reported; Fix only) and {base_url}
+    (SWECHAIN_AGENT_BASE_URL, else the manifest's base_url). A string runs
     under bash; a list runs as it is."""
 
     build: str | list[str]
@@ -146,6 +156,12 @@ class AgentManifest(Strict):
     session: Literal["none", "resume"] = Field("none", description="resume: Fix continues the Build session")
     env: list[str] = Field(default_factory=list, description="names of environment variables the agent needs")
     base_url: str | None = Field(None, description="API base URL, e.g. for an Anthropic-compatible endpoint")
+    base_url_env: str | None = Field(
+        None,
+        pattern=r"^[A-Z_][A-Z0-9_]*$",
+        description="cli: the variable the CLI reads its API base URL from (e.g. ANTHROPIC_BASE_URL); the runner "
+        f"sets it to {BASE_URL_ENV} or base_url where one is given (commands may also use {{base_url}})",
+    )
     install: AgentInstall = Field(default_factory=AgentInstall)
     limits: AgentLimits = Field(default_factory=AgentLimits)
     network: AgentNetwork = Field(default_factory=AgentNetwork)
@@ -165,6 +181,8 @@ class AgentManifest(Strict):
             raise ValueError(f"kind {self.kind} needs {', '.join(missing)}")
         if self.stream is not None and self.stream not in PARSERS:
             raise ValueError(f"stream {self.stream!r} is not a known format: {', '.join(PARSERS)}")
+        if self.install.npm and not (self.install.dockerfile and self.cli_version):
+            raise ValueError("install.npm needs install.dockerfile (the recipe that installs it) and cli_version")
         if self.builtin == "replay" and not self.patches:
             raise ValueError("builtin replay needs patches: a folder of step-<n>.<phase>.patch files")
         for name in self.env:

@@ -45,6 +45,7 @@ class AgentTask:
     session_id: str
     session_archive: bytes | None = None  # Fix: the Build's session, where it was kept
     cli_session: str | None = None  # Fix: the session id the CLI reported in Build
+    resumes: AgentOutcome | None = None  # Fix: the Build's outcome, when the Fix resumes its kept session
     keep_session: bool = False  # Build: export the session for a Fix that resumes it
 
 
@@ -121,6 +122,7 @@ class AgentRunner:
             limits=self.manifest.limits,
             secrets=self.secrets,
             cli_session=task.cli_session,
+            resumes=task.resumes,
         )
 
     def result(self, workspace: Workspace, task: AgentTask, outcome: AgentOutcome) -> AgentResult:

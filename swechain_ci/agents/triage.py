@@ -27,7 +27,8 @@ def _row(name: str, pattern: str, advice: str) -> Signature:
     return Signature(name, re.compile(pattern, re.IGNORECASE), advice)
 
 
-# Order matters: the more specific rows first (a refused proxy is also a refused connection).
+# Order matters: the more specific rows first (a refused proxy is also a refused connection;
+# an unreachable API is reported by Claude Code 2.1.332 as an "api_error" of "connection_failed").
 SIGNATURES: tuple[Signature, ...] = (
     _row(
         "egress_proxy",
@@ -43,17 +44,17 @@ SIGNATURES: tuple[Signature, ...] = (
         "the provider's rate limit or quota was hit; resume later or raise the limit",
     ),
     _row(
+        "network",
+        r"econnrefused|econnreset|etimedout|enotfound|eai_again|getaddrinfo|network is unreachable"
+        r"|connection (error|refused|reset)|apiconnectionerror|stream disconnected|error sending request"
+        r"|failed to connect|could not resolve host|temporary failure in name resolution|socket hang up|connection_failed",
+        "the API could not be reached: check the runner's network and egress proxy; resume when it works",
+    ),
+    _row(
         "server_error",
         r"\b(500|502|503|504)\b.*\b(error|unavailable|gateway)\b|internal server error|service unavailable"
         r"|bad gateway|gateway time-?out|\bapi_error\b",
         "the provider had a server error; resume later",
-    ),
-    _row(
-        "network",
-        r"econnrefused|econnreset|etimedout|enotfound|eai_again|getaddrinfo|network is unreachable"
-        r"|connection (error|refused|reset)|apiconnectionerror|stream disconnected|error sending request"
-        r"|failed to connect|could not resolve host|temporary failure in name resolution|socket hang up",
-        "the API could not be reached: check the runner's network and egress proxy; resume when it works",
     ),
 )
 

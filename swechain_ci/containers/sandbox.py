@@ -358,6 +358,7 @@ class AgentContainer:
                         kept.extend(chunk[:room])
                         if handle:
                             handle.write(chunk[:room])
+                            handle.flush()  # the step log shows the output as it comes
             finally:
                 if handle:
                     handle.close()

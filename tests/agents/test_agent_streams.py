@@ -67,7 +67,7 @@ def test_claude_errors_and_its_own_limits():
 def test_codex_json_is_priced_from_prices_yaml():
     live = parse("codex-json", "codex-json.jsonl", "gpt-5-codex")
     tally = live.tally
-    assert (tally.turns, tally.session) == (1, "0199a213-81c0-7800-8aa1-bbab2a035a53")
+    assert (tally.turns, tally.session) == (3, "0199a213-81c0-7800-8aa1-bbab2a035a53")
     # input_tokens includes the cached ones: 24763 - 24448 uncached
     assert (tally.usage.input_tokens, tally.usage.cache_read_tokens, tally.usage.output_tokens) == (315, 24448, 122)
     assert live.cost_source == "prices"
@@ -104,8 +104,8 @@ EXAMPLES = {
     "egress_proxy": "Error: tunneling socket could not be established, cause=connect ECONNREFUSED 10.0.0.2:3128",
     "overloaded": 'API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
     "rate_limited": "stream error: exceeded retry limit, last status: 429 Too Many Requests",
-    "server_error": 'API Error: 500 {"type":"error","error":{"type":"api_error","message":"Internal server error"}}',
     "network": "APIConnectionError: Connection error. getaddrinfo EAI_AGAIN api.anthropic.com",
+    "server_error": 'API Error: 500 {"type":"error","error":{"type":"api_error","message":"Internal server error"}}',
 }
 
 
@@ -323,4 +323,4 @@ def test_a_recovered_error_event_does_not_fail_a_cli_that_exits_0(tmp_path):
         *(STREAMS / "codex-json.jsonl").read_bytes().splitlines(keepends=True),
     ]
     outcome = cli_outcome(tmp_path, "codex", lines)
-    assert (outcome.status, outcome.ended_by, outcome.turns, outcome.cost_source) == ("ok", "exit", 1, "prices")
+    assert (outcome.status, outcome.ended_by, outcome.turns, outcome.cost_source) == ("ok", "exit", 3, "prices")

@@ -38,7 +38,7 @@ def test_claude_code_fix_resumes_the_build_session():
     fix = render_command(manifest, values(manifest, "fix"), "fix")
     assert build[:2] == ["bash", "-c"] and fix[:2] == ["bash", "-c"]
     assert build[2] == (
-        f'claude -p "$(cat /app/PROMPT.md)" --session-id {SESSION} --model claude-sonnet-4-5 '
+        f'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 claude -p "$(cat /app/PROMPT.md)" --session-id {SESSION} --model claude-sonnet-4-5 '
         "--output-format stream-json --verbose --permission-mode bypassPermissions --add-dir /app "
         "--settings /opt/agent-config/claude-settings.json --max-turns 100 --max-budget-usd 10"
     )
@@ -53,8 +53,9 @@ def test_codex_and_opencode_commands():
     build = render_command(codex, values(codex, "build"), "build")[2]
     fix = render_command(codex, values(codex, "fix", "thread-7"), "fix")[2]
     head = (
-        "codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox --model gpt-5-codex "
-        "-c model_reasoning_effort=high "
+        "codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox --model gpt-5.5 "
+        "-c model_reasoning_effort=high -c web_search=disabled "
+        "-c model_provider=swechain -c model_providers.swechain.base_url=https://api.openai.com/v1 "
     )
     assert build == head + '"$(cat /app/PROMPT.md)"'
     assert fix == head + 'resume thread-7 "$(cat /app/PROMPT.md)"', (

@@ -24,7 +24,7 @@ from swechain_ci.chain import sources, trees
 from swechain_ci.chain.definition import load_chain
 
 FIXTURES = REPO / "tests" / "fixtures" / "streams"
-KEYS = {"claude-code": "ANTHROPIC_API_KEY", "codex": "OPENAI_API_KEY", "opencode": "ANTHROPIC_API_KEY"}
+KEYS = {"claude-code": "ANTHROPIC_API_KEY", "codex": "CODEX_API_KEY", "opencode": "ANTHROPIC_API_KEY"}
 # What each recorded stream reports per phase (tests/test_agent_streams.py checks the parse);
 # Build and Fix each print it once, so a step holds twice these.
 PER_PHASE = {
@@ -38,7 +38,7 @@ PER_PHASE = {
         "cost_source": "cli",
     },
     "codex": {
-        "turns": 1,
+        "turns": 3,  # a command, a file change, a message: counted live from the items
         "input_tokens": 315,
         "output_tokens": 122,
         "cache_read_tokens": 24448,

@@ -100,9 +100,15 @@ def codex(argv: list[str]) -> tuple[str, str]:
         "--skip-git-repo-check",
         "--dangerously-bypass-approvals-and-sandbox",
         "--model",
-        "gpt-5-codex",
+        "gpt-5.5",
         "-c",
         "model_reasoning_effort=high",
+        "-c",
+        "web_search=disabled",
+        "-c",
+        "model_provider=swechain",
+        "-c",
+        "model_providers.swechain.base_url=https://api.openai.com/v1",
     ]
     expect(argv, head + (["resume", re.escape(FIXTURE_SESSION["codex"])] if phase == "fix" else []) + [prompt()])
     if "git" not in (Path.home() / ".codex" / "rules" / "swechain.rules").read_text():
@@ -146,9 +152,18 @@ def work(phase: str) -> None:
         init.write_text(init.read_text().replace(BREAK, ""))
 
 
-def emit(name: str, fixture: str, session: str) -> None:
+def emit(name: str, fixture: str, session: str, resumed: bool = False) -> None:
+    """The recorded stream; after a resume, with the session's totals where the real CLI reports them
+    (Claude Code's total_cost_usd, Codex's usage: the Build's and the Fix's together)."""
     text = (HERE / "fixtures" / fixture).read_text().replace(FIXTURE_SESSION[name], session)
     for line in text.splitlines():
+        if resumed and line.startswith("{"):
+            event = json.loads(line)
+            if name == "claude" and event.get("type") == "result" and "total_cost_usd" in event:
+                event["total_cost_usd"] *= 2
+            if name == "codex" and event.get("type") == "turn.completed":
+                event["usage"] = {k: 2 * v for k, v in event["usage"].items()}
+            line = json.dumps(event)
         print(line, flush=True)
 
 
@@ -161,7 +176,7 @@ def main() -> None:
         (STATE / name).write_text(session)
     elif (STATE / name).read_text() != session:
         fail(f"Fix resumes session {session}, but Build ran {(STATE / name).read_text()}")
-    key = os.environ.get("OPENAI_API_KEY" if name == "codex" else "ANTHROPIC_API_KEY", "")
+    key = os.environ.get("CODEX_API_KEY" if name == "codex" else "ANTHROPIC_API_KEY", "")
     stream = {"claude": "claude-stream-json", "codex": "codex-json", "opencode": "opencode-json"}[name]
     if key.endswith("-overloaded"):
         emit(name, f"{stream}.overloaded.jsonl", session)
@@ -173,7 +188,7 @@ def main() -> None:
         while True:
             print(json.dumps(step), flush=True)
             time.sleep(0.2)
-    emit(name, f"{stream}.jsonl", session)
+    emit(name, f"{stream}.jsonl", session, resumed=phase == "fix")
 
 
 if __name__ == "__main__":
