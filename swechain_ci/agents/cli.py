@@ -25,10 +25,10 @@ from swechain_ci.agents.base import (
 )
 from swechain_ci.agents.echo import Echo
 from swechain_ci.agents.manifest import BASE_URL_ENV, EGRESS_PROXY_ENV, AgentManifest
-from swechain_ci.prices import TokenUsage, load_prices, price_for, prices_date
 from swechain_ci.agents.streams import Baseline, LiveParse
 from swechain_ci.agents.triage import classify
 from swechain_ci.models import AgentOutcome
+from swechain_ci.prices import TokenUsage, load_prices, price_for, prices_date
 
 TRIAGED_TAIL = 1500  # characters of a failed CLI's output that are triaged
 

@@ -18,11 +18,11 @@ from swechain_ci.agents.base import PhaseContext
 from swechain_ci.agents.cli import CliAgent, baseline_of
 from swechain_ci.agents.echo import PREFIX, Echo
 from swechain_ci.agents.manifest import parse_manifest
-from swechain_ci.prices import load_prices, price_for
 from swechain_ci.agents.streams import Baseline, LiveParse
 from swechain_ci.agents.triage import classify
 from swechain_ci.containers.sandbox import CommandOutcome
 from swechain_ci.models import AgentOutcome
+from swechain_ci.prices import load_prices, price_for
 
 STREAMS = REPO / "tests" / "fixtures" / "streams"
 
