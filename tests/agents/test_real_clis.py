@@ -224,7 +224,8 @@ def test_a_cli_agents_output_reaches_the_log_and_terminal_as_it_comes(toy_oracle
                 break
         rest = process.stderr.read()
         finished = time.monotonic()
-    assert seen_at is not None and finished - seen_at > 5, "shown before the agent's command ended"
+    assert seen_at is not None, f"the first line never reached the terminal: {rest[-3000:]}"
+    assert finished - seen_at > 5, f"shown before the agent's command ended: {rest[-3000:]}"
     assert "agent| second line" in rest and "output past 2000 bytes is not shown" in rest
     assert rest.count("x") < 2100
     log = next(output.glob("steps/*/logs/agent-build.log")).read_text()
