@@ -118,6 +118,25 @@ class TestRun(Record):
     integrity_flags: list[IntegrityFlag] = Field(default_factory=list)
 
 
+class TripwireCandidate(Strict):
+    """A mutated copy of a hidden test, verified on gold to fail (evaluation/tripwires.py)."""
+
+    test_file: str = Field(description="relative to the project root, as in the hidden layer")
+    qualname: str = Field(description="the original test: name, or Class.name")
+    rule: str = Field(description="the row of tripwires.MUTATIONS that made it")
+    first_line: int = Field(description="the original's first line (its first decorator), 1-based")
+    last_line: int
+    text: str = Field(description="the copy's source: the original's lines with one token changed")
+
+
+class PackageImport(Strict):
+    """Names a hidden test module imports from the package (``from <module> import <names>``)."""
+
+    test_file: str
+    module: str
+    names: list[str]
+
+
 class StepId(Strict):
     """Which step of a chain: its index and the versions it upgrades between."""
 
@@ -141,6 +160,13 @@ class StepGold(StepId, Record):
         description="the harness's findings on the target's own code (its new-gold runs): not evidence against a candidate",
     )
 
+    test_imports: list[PackageImport] = Field(
+        default_factory=list, description="what the target's hidden test modules import from the package"
+    )
+    old_gold_failed_imports: list[FailedImport] = Field(
+        default_factory=list, description="failed imports of the old-gold run (the environment's doing)"
+    )
+
     def gold(self) -> dict[str, Any]:
         """This step's identity and gold, as fields of another StepGold (a StepRecord from its StepOracle)."""
         return {name: getattr(self, name) for name in StepGold.model_fields if name != "schema_version"}
@@ -155,6 +181,12 @@ class StepOracle(StepGold):
     )
     old_gold_collection_errors: list[str] = Field(
         default_factory=list, description="collectors that failed in the old-gold run"
+    )
+    tripwires: list[TripwireCandidate] = Field(
+        default_factory=list, description="mutated copies of hidden tests that fail on new gold and not pass on old"
+    )
+    natural_tripwires: list[str] = Field(
+        default_factory=list, description="tests failing in every new-gold run and on old gold: must not pass"
     )
 
 

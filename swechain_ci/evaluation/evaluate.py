@@ -30,6 +30,7 @@ from swechain_ci.evaluation.harness.swechain_contract import (
     RemovedOption,
     RenamedSection,
 )
+from swechain_ci.evaluation.tripwires import Planting, function_name, judge, scrub
 from swechain_ci.models import BROKEN, FailedImport, IntegrityFlag, Status, TestRun
 from swechain_ci.records import write_bytes
 
@@ -45,9 +46,13 @@ def evaluate(
     labels: dict[str, str],
     log: Path | None = None,
     network: str = "none",
+    planting: Planting | None = None,
+    keep_planted: bool = False,
 ) -> TestRun:
     """One hidden-test run; ``log``, if given, receives pytest's whole output as the container kept it.
-    ``network`` other than none is only for probing gold code (the oracle's network probe)."""
+    ``network`` other than none is only for probing gold code (the oracle's network probe).
+    ``planting``: tripwires planted in the hidden modules; the run comes back judged and without them
+    (``tripwires.judge``), unless ``keep_planted`` (the oracle's verification reads them)."""
     config = chain.config
     size = runner_size()
     settings: EvalSettings = {
@@ -68,6 +73,8 @@ def evaluate(
         ("/work", trees.pack(code, "candidate", uid=0, gid=0)),
         ("/work", single_file_tar(EVAL_FILE, json.dumps(settings).encode(), 0)),
     ]
+    if planting is not None and planting.files:
+        archives.append(("/work", single_file_tar("planted.json", json.dumps(planting.files).encode(), 0, 0o600)))
     result = sandbox.run_once(
         image,
         ["/opt/venv/bin/python", "-I", "/opt/swechain/harness/run_hidden_tests.py"],
@@ -81,16 +88,23 @@ def evaluate(
         user="0",
         capabilities=SUPERVISOR_CAPABILITIES,
     )
-    if log is not None:
-        write_bytes(log, result.files.get(OUTPUT_FILE) or result.logs_tail.encode())
     if result.output_error:
-        return TestRun(
+        run = TestRun(
             execution_error=result.output_error,
             exit_code=result.exit_code,
             timed_out=result.timed_out,
             output_tail=result.logs_tail,
         )
-    return parse_untrusted(result.files, result.exit_code, result.timed_out, result.logs_tail)
+    else:
+        run = parse_untrusted(result.files, result.exit_code, result.timed_out, result.logs_tail)
+    output = (result.files.get(OUTPUT_FILE) or result.logs_tail.encode()).decode(errors="replace")
+    if planting is not None and not keep_planted:
+        planted = {t: s for t, s in run.statuses.items() if function_name(t) in planting.names}
+        output = scrub(output, planting, planted)
+        run = judge(run, planting)
+    if log is not None:
+        write_bytes(log, output.encode())
+    return run
 
 
 def parse_untrusted(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import re
 import shutil
 from collections import Counter
@@ -35,8 +36,10 @@ from swechain_ci.containers.runner import (
     test_workers,
 )
 from swechain_ci.errors import SwechainError
+from swechain_ci.evaluation import tripwires
 from swechain_ci.evaluation.evaluate import evaluate
 from swechain_ci.evaluation.outcomes import resolve, scored_universe
+from swechain_ci.evaluation.test_imports import package_imports
 from swechain_ci.models import (
     BROKEN,
     ChainOracle,
@@ -44,6 +47,7 @@ from swechain_ci.models import (
     Status,
     StepOracle,
     TestRun,
+    TripwireCandidate,
     VersionSanity,
 )
 from swechain_ci.records import read_model, write_model, write_text
@@ -51,8 +55,9 @@ from swechain_ci.settings import HARNESS_DIR, state_home
 
 OUTPUT_TAIL_LINES = 25
 # Part of every oracle's key: raised when what an oracle records changes (2: the gold runs' own
-# integrity findings), so older oracles are rebuilt, from kept gold runs where there are any.
-ORACLE_FORMAT = "2"
+# integrity findings; 3: verified tripwires, the tests' imports of the package, old gold's failed
+# imports), so older oracles are rebuilt, from kept gold runs where there are any.
+ORACLE_FORMAT = "3"
 
 
 def oracle_path(chain: Chain) -> Path:
@@ -204,10 +209,12 @@ def sanity_problem(chain: Chain, bad: list[VersionSanity], own_runs: dict[str, l
     )
 
 
-def gold_run_path(chain: Chain, image: str, code: Path, network: str, repeat: int, size: RunnerSize) -> Path:
+def gold_run_path(
+    chain: Chain, image: str, code: Path, network: str, repeat: int, size: RunnerSize, planted: str = ""
+) -> Path:
     """Where one gold run is kept: keyed by the image, the code, how the harness runs it (the
-    chain's evaluation settings, limits and workers on this runner), the harness, the network
-    and which of the repeated runs it is."""
+    chain's evaluation settings, limits and workers on this runner), the harness, the network,
+    which of the repeated runs it is and, for a tripwire verification, the planted modules."""
     evaluation = chain.config.model_dump(
         include={"import_name", "test_folder", "source_root", "protected_files", "pytest", "timeouts"}
     )
@@ -221,6 +228,7 @@ def gold_run_path(chain: Chain, image: str, code: Path, network: str, repeat: in
             str(repeat),
             run_limits(chain, size).model_dump_json(),
             str(test_workers(chain, size)),
+            *([planted] if planted else []),
         ]
     )
     return gold_runs_folder(chain) / f"{hashlib.sha256(payload.encode()).hexdigest()}.json"
@@ -536,6 +544,13 @@ def build(
         progress.say(f"output of {first.version}'s own suite (last {len(tail)} lines):\n" + "\n".join(tail))
         raise SwechainError(sanity_problem(chain, bad, own_runs, own_logs[first.version]))
     steps = derive_steps(chain.steps, chain.step_offset + 1, own_runs, cross_runs, network_of)
+    verified = verify_tripwires(sandbox, chain, images, own_runs, {"swechain-ci.chain": chain.id}, logs, force)
+    steps = [
+        step.model_copy(
+            update=evidence(chain, step, own_runs[step.next_version], cross_runs[step.next_version], verified)
+        )
+        for step in steps
+    ]
     for step in steps:
         if cross_runs[step.next_version].execution_error:
             # Legitimate when the target's environment dropped something the old code imports, but
@@ -555,6 +570,83 @@ def build(
     )
     store_oracle(path, oracle)
     return oracle
+
+
+def evidence(
+    chain: Chain,
+    step: StepOracle,
+    new_runs: list[TestRun],
+    cross_run: TestRun,
+    verified: Mapping[str, list[TripwireCandidate]],
+) -> dict:
+    """What the oracle records beyond the tests' outcomes: the step's verified tripwires (none a
+    copy of a flaky test), its natural ones, its tests' imports of the package, old gold's failed imports."""
+    flaky = set(step.flaky)
+    return {
+        "tripwires": [
+            c for c in verified[step.next_version] if f"{c.test_file}::{c.qualname.replace('.', '::')}" not in flaky
+        ],
+        "natural_tripwires": tripwires.natural_tripwires(new_runs, step.old_gold),
+        "test_imports": package_imports(
+            sources.materialize(chain, step.next_version).hidden, chain.config.test_folder, chain.config.import_name
+        ),
+        "old_gold_failed_imports": cross_run.failed_imports,
+    }
+
+
+def verify_tripwires(
+    sandbox: DockerSandbox,
+    chain: Chain,
+    images: ChainImages,
+    own_runs: dict[str, list[TestRun]],
+    labels: dict[str, str],
+    logs: Path,
+    force: bool,
+) -> dict[str, list[TripwireCandidate]]:
+    """Per step's target version, the tripwire candidates that fail on its gold code and do not
+    pass on the previous version's: each step's whole pool planted once in each (README, "Tripwires")."""
+    size = runner_size()
+    config = chain.config
+    jobs = []
+    pools = {}
+    for prev, next_ in chain.steps:
+        hidden = sources.materialize(chain, next_).hidden
+        candidates = tripwires.pool(hidden, config.test_folder, config.import_name)
+        planting = tripwires.plant(
+            hidden, config.test_folder, candidates, random.Random(0), count=None, canonical_names=True
+        )
+        pools[next_] = (candidates, planting)
+        digest = hashlib.sha256(json.dumps(planting.files, sort_keys=True).encode()).hexdigest()
+        for code_of in (next_, prev):
+            code = sources.materialize(chain, code_of).code
+            path = gold_run_path(chain, images.versions[next_], code, "none", 0, size, planted=digest)
+            jobs.append((next_, code_of, code, planting, path))
+
+    def verification(job) -> TestRun:
+        tests_of, code_of, code, planting, path = job
+        if not planting.files:
+            return TestRun()
+        if not force and (kept := kept_gold_run(path)) is not None:
+            return kept
+        log = logs / f"tripwires-tests-{tests_of}-code-{code_of}.log"
+        run = evaluate(
+            sandbox, chain, images.versions[tests_of], code, labels, log=log, planting=planting, keep_planted=True
+        )
+        keep_gold_run(path, run, log)
+        progress.say(f"oracle {chain.id}: tripwires of {tests_of} on code of {code_of}: {summary(run)}")
+        return run
+
+    with ThreadPoolExecutor(max_workers=parallel_runs(chain, size)) as pool:
+        runs = iter(list(pool.map(verification, jobs)))
+    found: dict[str, list[TripwireCandidate]] = {}
+    for _, next_ in chain.steps:
+        new_run, old_run = next(runs), next(runs)  # the jobs' order: per step, new gold then old gold
+        candidates, planting = pools[next_]
+        if planting.files:
+            found[next_] = tripwires.verified(planting, [new_run], old_run, own_runs[next_][0].statuses, candidates)
+        else:
+            found[next_] = []
+    return found
 
 
 def summary_rows(oracle: ChainOracle) -> list[dict]:

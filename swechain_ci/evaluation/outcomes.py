@@ -43,7 +43,7 @@ def resolve(run: TestRun, tests: Iterable[str]) -> dict[str, Status]:
 
 
 # Flags saying the run's results were forged, not observed: no Fix for those.
-FORGERY_FLAGS = frozenset({"result_stream"})
+FORGERY_FLAGS = frozenset({"result_stream", "tripwire"})
 
 
 def has_execution_error(run: TestRun, outcomes: dict[str, Status]) -> bool:

@@ -13,6 +13,7 @@ from swechain_ci import progress
 from swechain_ci.chain import sources, trees
 from swechain_ci.chain.definition import Chain
 from swechain_ci.containers.protocol import Sandbox
+from swechain_ci.evaluation import tripwires
 from swechain_ci.evaluation.background import in_background
 from swechain_ci.evaluation.change_scan import flag_run
 from swechain_ci.evaluation.evaluate import evaluate
@@ -41,8 +42,10 @@ class StepEvaluation:
     image: str  # the test image of the step's target version
     runs: dict[str, TestRun] = field(default_factory=dict)
 
-    def tests(self, code: Path) -> TestRun:
-        return evaluate(self.sandbox, self.chain, self.image, code, self.labels)
+    def tests(self, code: Path, planting: tripwires.Planting | None = None) -> TestRun:
+        """A candidate's run, with tripwires planted afresh (``planting``, else new ones)."""
+        planting = planting or tripwires.for_step(self.chain, self.step)
+        return evaluate(self.sandbox, self.chain, self.image, code, self.labels, planting=planting)
 
     def say_prev(self) -> None:
         progress.say(f"{self.label}: hidden tests of {self.step.next_version} on prev")
@@ -50,7 +53,8 @@ class StepEvaluation:
     def prev_alongside(self, code: Path) -> Future[PrevRun]:
         """prev needs nothing from the agent: its run starts now, on a thread, while the agent works."""
         self.say_prev()
-        return in_background(lambda: PrevRun(code_sha256=trees.digest(code), run=self.tests(code)))
+        planting = tripwires.for_step(self.chain, self.step)  # here: sources are materialized by one thread
+        return in_background(lambda: PrevRun(code_sha256=trees.digest(code), run=self.tests(code, planting)))
 
     def prev(self, code: Path, alongside: PrevRun | None) -> TestRun:
         """prev's run: the one taken while the agent worked if it ran this code, else a new one."""

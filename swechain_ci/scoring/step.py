@@ -36,8 +36,16 @@ class Prev:
 
 def prev_as_scored(step: StepOracle, run: TestRun | None, previous: StepRecord | None, import_name: str | None) -> Prev:
     outcomes = dict(step.old_gold) if run is None else resolve(run, step.new_gold)
-    flag = integrity.prev_import_flag(step.index, step.next_version, run, previous, import_name)
+    flag = integrity.prev_import_flag(
+        step.index, step.next_version, run, previous, import_name, step.old_gold_failed_imports
+    )
     flags = [flag] if flag else []
+    # prev's results forged (a tripwire passed): scored as old gold too
+    flags += [
+        f.model_copy(update={"step": step.index, "phase": "prev"})
+        for f in (run.integrity_flags if run else [])
+        if f.kind == integrity.TRIPWIRE
+    ]
     return Prev(run, outcomes, flags, integrity.prev_for_scoring(outcomes, step.old_gold, flags))
 
 
@@ -75,7 +83,9 @@ def step_record(step: StepOracle, spec_level: str, prev: Prev, build: PhaseRecor
 def fix_report(record: StepRecord) -> str | None:
     """The Fix report when the Build earns the one Fix (it ran, and hit an execution error), else None."""
     build = record.build
-    return build_report(build.run) if build.agent.status == "ok" and build.execution_error else None
+    if build.agent.status != "ok" or not build.execution_error:
+        return None
+    return build_report(build.run, record.test_imports)
 
 
 def finished(record: StepRecord, previous: StepRecord | None, import_name: str | None) -> StepRecord:

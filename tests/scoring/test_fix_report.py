@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from swechain_ci.models import FailedImport, Status
+from swechain_ci.models import FailedImport, PackageImport, Status
 from swechain_ci.models import TestRun as HiddenRun
-from swechain_ci.scoring.fix_report import build_report, error_messages, normalise
+from swechain_ci.scoring.fix_report import FRAME_BYTES, LEAK_BUDGET, build_report, error_messages, normalise
 
 P, F, E = Status.passed, Status.failed, Status.error
 
@@ -237,5 +237,47 @@ def test_every_part_of_the_report_is_bounded_so_no_test_file_rides_along():
     report = build_report(run)
     lines = report.splitlines()
     assert max(len(line) for line in lines) <= 2000
-    assert sum(line.startswith("- `from") for line in lines) == 50
-    assert len(report) < 2000 * 2 + 500 + 50 * 700 + 20 * 700 + 1000
+    assert len(report.encode()) <= LEAK_BUDGET + FRAME_BYTES
+    assert report.count("SECRET_TEST_SOURCE") < LEAK_BUDGET / len("SECRET_TEST_SOURCE ")
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("MFRGGZDFMZTWQ2LKNNWG23TPOBYXE43U", False),  # base32
+        ("c2VjcmV0IHRlc3Qgc291cmNlIGNvZGU9", False),  # base64
+        ("9f86d081884c7d659a2feaa0c55ad015", False),  # hex
+        ("InvalidSignatureError", True),  # an identifier
+        ("AAAAAAAAAAAAAAAAAAAAAAAA", True),  # no digit: not data
+        ("test_unique_slug_skips_taken_counters", True),  # snake case splits into short runs
+        ("Python311Compatibility", True),  # low entropy mixed case word
+    ],
+)
+def test_encoded_runs_are_replaced_words_are_kept(text, kept):
+    assert (normalise(f"ValueError: {text}") == f"ValueError: {text}") is kept
+
+
+def test_failed_imports_the_hidden_files_do_not_make_are_left_out():
+    made = [PackageImport(test_file="tests/test_a.py", module="pkg", names=["X", "Y"])]
+    run = HiddenRun(
+        failed_imports=[
+            FailedImport(test_file="tests/test_a.py", module="pkg", names=["X"], error="ImportError: no X"),
+            FailedImport(test_file="tests/test_a.py", module="pkg", names=["SMUGGLED"], error="ImportError: no"),
+            FailedImport(test_file="tests/test_b.py", module="pkg", names=["X"], error="ImportError: no X"),
+        ]
+    )
+    report = build_report(run, made)
+    assert "`from pkg import X`" in report
+    assert "SMUGGLED" not in report
+    assert sum(line.startswith("- `from") for line in report.splitlines()) == 1
+
+
+def test_the_budget_is_shared_by_every_section_and_cut_once():
+    run = HiddenRun(
+        statuses={f"tests/t.py::t{i}": E for i in range(20)},
+        error_messages={f"tests/t.py::t{i}": f"RuntimeError: message {i} " + "words " * 90 for i in range(20)},
+        collection_errors={"tests/a.py": "E   ImportError: " + "tail " * 390},
+    )
+    report = build_report(run)
+    assert report.count("(cut: the report's size limit)") == 1
+    assert len(report.encode()) <= LEAK_BUDGET + FRAME_BYTES

@@ -78,6 +78,8 @@ RUN = Path("/work/run")
 TARGET = Path("/opt/swechain/version")
 OUT = Path("/out")
 TRUSTED = Path("/work/trusted.json")
+# The host's tripwires (README, "Tripwires"): hidden test modules with planted copies, root's only.
+PLANTED = Path("/work/planted.json")
 HARNESS = Path(__file__).resolve().parent
 RUNNER_UID = 1001
 # The user code under test runs as: the runner in a container (main sets it); unchanged on a host.
@@ -210,11 +212,39 @@ def assemble(settings: EvalSettings) -> Assembly:
             os.symlink(os.readlink(src), dst)
         elif src.is_file():
             shutil.copyfile(src, dst)
+    planted = read_planted()
     for layer in ("protected", "hidden"):
-        shutil.copytree(TARGET / layer, RUN, symlinks=True, dirs_exist_ok=True)
+        shutil.copytree(TARGET / layer, RUN, symlinks=True, dirs_exist_ok=True, copy_function=planting(layer, planted))
         assembly.hidden_files |= {str(p) for p in relative_files(TARGET / layer)}
+    # The runner must not compare the run's test modules with the originals.
+    os.chmod(TARGET / "hidden", 0o700)
     TRUSTED.write_text(json.dumps(sorted(assembly.hidden_files)))
     return assembly
+
+
+def read_planted() -> dict[str, str]:
+    """The host's planted modules, read and removed before any code under test runs."""
+    if not PLANTED.is_file():
+        return {}
+    planted = json.loads(PLANTED.read_text())
+    PLANTED.unlink()
+    return planted if isinstance(planted, dict) else {}
+
+
+def planting(layer: str, planted: dict[str, str]):
+    """A copy function for ``layer``: a planted module is written in the same pass as every other
+    file and given its original's times, so that nothing about the file tells it apart."""
+    root = TARGET / layer
+
+    def copy(src: str, dst: str) -> str:
+        text = planted.get(Path(src).relative_to(root).as_posix()) if layer == "hidden" else None
+        if text is None:
+            return shutil.copy2(src, dst)
+        Path(dst).write_text(text, encoding="utf-8")
+        shutil.copystat(src, dst)
+        return dst
+
+    return copy
 
 
 def find_config() -> tuple[Path | None, dict]:
