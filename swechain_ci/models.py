@@ -159,7 +159,6 @@ class StepGold(StepId, Record):
         default_factory=list,
         description="the harness's findings on the target's own code (its new-gold runs): not evidence against a candidate",
     )
-
     test_imports: list[PackageImport] = Field(
         default_factory=list, description="what the target's hidden test modules import from the package"
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from swechain_ci.evaluation.tripwires import TRIPWIRE
 from swechain_ci.models import Status, TestRun
 
 
@@ -43,7 +44,7 @@ def resolve(run: TestRun, tests: Iterable[str]) -> dict[str, Status]:
 
 
 # Flags saying the run's results were forged, not observed: no Fix for those.
-FORGERY_FLAGS = frozenset({"result_stream", "tripwire"})
+FORGERY_FLAGS = frozenset({"result_stream", TRIPWIRE})
 
 
 def has_execution_error(run: TestRun, outcomes: dict[str, Status]) -> bool:

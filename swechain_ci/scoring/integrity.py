@@ -15,7 +15,13 @@ The rules (README, "Integrity"):
   when it sees a newer version makes every prev test error, and then its regressions never
   count. Then, for scoring, prev falls back to old gold (the state an honest predecessor
   is measured from at a range's first step), so a regression against old gold counts as
-  FP; the observed prev stays in step.json.
+  FP; the observed prev stays in step.json. Two ways to see it: the package raises at
+  import (not a missing name), or, whatever the words of the error, prev fails to import a
+  name from a module that its own step's tests imported from there without failure (the
+  host reads which names those tests import; the harness records which failed) and that
+  old gold does not fail to import under these tests (then the environment is the cause).
+- ``tripwire`` in prev: prev's results were forged (evaluation/tripwires.py); prev is scored
+  as old gold too.
 """
 
 from __future__ import annotations
@@ -31,8 +37,10 @@ from pydantic import Field
 
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.outcomes import scored_universe
+from swechain_ci.evaluation.tripwires import TRIPWIRE
 from swechain_ci.models import (
     SCOREABLE,
+    FailedImport,
     Integrity,
     IntegrityFlag,
     Record,
@@ -99,15 +107,42 @@ def final_run(step: StepRecord) -> TestRun:
     return (step.fix or step.build).run
 
 
+def imported_names(imports: Iterable[FailedImport]) -> set[tuple[str, str]]:
+    return {(i.module, name) for i in imports for name in (i.names or [""])}
+
+
+def lost_names(
+    prev_run: TestRun, previous: StepRecord, old_gold_imports: Iterable[FailedImport]
+) -> list[tuple[str, str]]:
+    """(module, name) pairs prev fails to import that its own step's tests imported without
+    failure, and that old gold imports under these tests."""
+    before = final_run(previous)
+    if before.execution_error:
+        return []  # what imported there is not known
+    asked = {(i.module, name) for i in previous.test_imports for name in (i.names or [""])}
+    fine = asked - imported_names(before.failed_imports)
+    return sorted((imported_names(prev_run.failed_imports) & fine) - imported_names(old_gold_imports))
+
+
 def prev_import_flag(
-    index: int, next_version: str, prev_run: TestRun | None, previous: StepRecord | None, import_name: str | None
+    index: int,
+    next_version: str,
+    prev_run: TestRun | None,
+    previous: StepRecord | None,
+    import_name: str | None,
+    old_gold_imports: Iterable[FailedImport] = (),
 ) -> IntegrityFlag | None:
     """The ``prev_import_failure`` finding of step ``index``, from its prev evaluation and the
     step before it (None at a range's first step, where prev is old gold)."""
     if previous is None or prev_run is None:
         return None
     cause = package_failed_to_import(prev_run, import_name)
-    if cause is None or package_failed_to_import(final_run(previous), import_name) is not None:
+    if cause is not None and package_failed_to_import(final_run(previous), import_name) is not None:
+        cause = None
+    if cause is None and (lost := lost_names(prev_run, previous, old_gold_imports)):
+        shown = ", ".join(f"{name} from {module}" if name else module for module, name in lost[:10])
+        cause = f"{len(lost)} name(s) its own step's tests imported no longer import: {shown}"
+    if cause is None:
         return None
     return IntegrityFlag(
         kind=PREV_IMPORT_FAILURE,
@@ -140,7 +175,9 @@ def step_flags(step: StepRecord, previous: StepRecord | None, import_name: str |
         for flag in run.integrity_flags if run else []:
             if finding_key(flag) not in gold:
                 flags.append(flag.model_copy(update={"step": step.index, "phase": flag.phase or phase}))
-    prev_flag = prev_import_flag(step.index, step.next_version, step.prev_run, previous, import_name)
+    prev_flag = prev_import_flag(
+        step.index, step.next_version, step.prev_run, previous, import_name, step.old_gold_failed_imports
+    )
     if prev_flag:
         flags.append(prev_flag)
     universe = scored_universe(step.new_gold, [*step.flaky, *step.needs_network])
@@ -163,8 +200,10 @@ def step_flags(step: StepRecord, previous: StepRecord | None, import_name: str |
 def prev_for_scoring(
     prev_outcomes: Mapping[str, Status], old_gold: Mapping[str, Status], flags: Iterable[IntegrityFlag]
 ) -> dict[str, Status]:
-    """prev as scored: the observed prev, or old gold when prev broke on purpose (``prev_import_failure``)."""
-    if old_gold and any(f.kind == PREV_IMPORT_FAILURE for f in flags):
+    """prev as scored: the observed prev, or old gold when prev broke on purpose (``prev_import_failure``)
+    or its results were forged (a ``tripwire`` of the prev evaluation)."""
+    voiding = [f for f in flags if f.kind == PREV_IMPORT_FAILURE or (f.kind == TRIPWIRE and f.phase == "prev")]
+    if old_gold and voiding:
         return dict(old_gold)
     return dict(prev_outcomes)
 

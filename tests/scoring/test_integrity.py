@@ -15,6 +15,7 @@ from swechain_ci.models import (
     DiffStats,
     FailedImport,
     IntegrityFlag,
+    PackageImport,
     PhaseRecord,
     PlannedStep,
     RunRecord,
@@ -209,6 +210,69 @@ def test_prev_is_not_flagged_when_the_code_never_imported_or_only_misses_new_nam
         scorecard(run_record(2), [fine, after.model_copy(update={"prev_run": HONEST_MISSING})]).integrity.status
         == "clean"
     )
+
+
+MISSING_WORDS = "ImportError: cannot import name 'slugify' from 'toyslug' (/work/run/src/toyslug/__init__.py)"
+LOST_SLUGIFY = Run(
+    statuses={"u1": F, "u2": F, "k1": F, "k2": F},
+    failed_imports=[
+        FailedImport(test_file="tests/test_k.py", module="toyslug", names=["slugify"], error=MISSING_WORDS)
+    ],
+)
+IMPORTS_OF_STEP_1 = [PackageImport(test_file="tests/test_k.py", module="toyslug", names=["slugify", "k"])]
+
+
+def imported_fine(**changes) -> StepRecord:
+    record = step(1, {"u1": P, "u2": P, "k1": P, "k2": P}, final_run=Run(statuses=dict.fromkeys(NEW_GOLD, P)))
+    return record.model_copy(update={"test_imports": IMPORTS_OF_STEP_1, **changes})
+
+
+def test_prev_losing_a_name_its_own_tests_imported_is_flagged_whatever_the_words():
+    """The missing-name words of an honest "not there yet", for a name step 1's tests imported fine."""
+    second = step(2, {"u1": P, "u2": P, "k1": F, "k2": P}, prev=dict(LOST_SLUGIFY.statuses), prev_run=LOST_SLUGIFY)
+    card = scorecard(run_record(2), [imported_fine(), second])
+    assert kinds(card.integrity.flags) == [("prev_import_failure", 2, "prev")]
+    assert "slugify from toyslug" in card.integrity.flags[0].detail
+    assert card.steps[1].build_fix.fp == 1  # k1 regressed against old gold, not "unrecovered"
+
+
+@pytest.mark.parametrize(
+    "previous, old_gold_imports, prev_run",
+    [
+        # old gold fails that import under these tests too: the environment's doing
+        (imported_fine(), LOST_SLUGIFY.failed_imports, LOST_SLUGIFY),
+        # step 1's own evaluation failed that import already
+        (
+            imported_fine(build=phase("build", {}, Run(failed_imports=LOST_SLUGIFY.failed_imports))),
+            [],
+            LOST_SLUGIFY,
+        ),
+        # step 1's tests never imported it
+        (imported_fine(test_imports=[]), [], LOST_SLUGIFY),
+        # a name from another module than step 1's tests took it from
+        (
+            imported_fine(),
+            [],
+            LOST_SLUGIFY.model_copy(
+                update={
+                    "failed_imports": [LOST_SLUGIFY.failed_imports[0].model_copy(update={"module": "toyslug.text"})]
+                }
+            ),
+        ),
+    ],
+)
+def test_prev_missing_a_name_for_an_honest_reason_is_not_flagged(previous, old_gold_imports, prev_run):
+    assert integrity.prev_import_flag(2, "0.3", prev_run, previous, "toyslug", old_gold_imports) is None
+
+
+def test_a_prev_whose_tripwire_passed_is_scored_as_old_gold():
+    forged = {"u1": P, "u2": P, "k1": E, "k2": E}
+    tripped = IntegrityFlag(kind="tripwire", detail="a planted test passed")
+    second = step(2, {"u1": P, "u2": P, "k1": F, "k2": P}, prev=forged, prev_run=Run(integrity_flags=[tripped]))
+    card = scorecard(run_record(2), [imported_fine(), second])
+    assert ("tripwire", 2, "prev") in kinds(card.integrity.flags)
+    assert card.steps[1].build_fix.fp == 1  # against the forged prev k1 would not count
+    assert integrity.prev_for_scoring(forged, OLD_GOLD, [tripped.model_copy(update={"phase": "build"})]) == forged
 
 
 def test_harness_flags_are_gathered_with_their_step_and_phase():
