@@ -1,6 +1,7 @@
-"""The cost of the hardened hidden-test harness (issue 9), against the harness before it.
+"""The cost of the hardened hidden-test harness (issue 9), against the harness before it; and
+the cost of tripwires (issue 22), against the same evaluation without them.
 
-Usage: .venv/bin/python benchmarks/harness_hardening.py [repeats] [--old-commit SHA]
+Usage: .venv/bin/python benchmarks/harness_hardening.py [repeats] [--old-commit SHA] [--tripwires-only]
 
 How "old" is run, honestly: the old harness files (``run_hidden_tests.py``,
 ``swechain_guard.py``, ``empty.ini``) are taken with ``git show`` from the commit
@@ -14,6 +15,11 @@ load on a shared machine hits both alike; the figure is the ratio of medians.
 
 Measured: the toy chain's 0.2.0 suite on 0.2.0's code, and PyJWT's 2.12.0 -> 2.12.1
 step (the 2.12.1 suite on 2.12.0's code, i.e. prev of that step).
+
+Tripwires: one evaluation as a candidate's is evaluated today (planting chosen afresh, the run
+judged and scrubbed on the host: ``tripwires.for_step``'s work, with the step's pool taken
+straight from the hidden tests, which costs what the oracle's verified pool costs), against the
+same evaluation without any; alternating, ratio of medians. Same code, same image.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from swechain_ci.containers import images
 from swechain_ci.containers.runner import run_limits, runner_size
 from swechain_ci.containers.sandbox import RUNNER_UID, DockerSandbox, single_file_tar
 from swechain_ci.evaluation import evaluate as evaluation
+from swechain_ci.evaluation import tripwires
 
 REPO = Path(__file__).resolve().parent.parent
 OLD_COMMIT = "4dd5fe6"  # main before the hardening of issue 9
@@ -125,13 +132,46 @@ def measure(name: str, chain_id: str, step: str, tests_of: str, code_of: str, re
     return new_s / old_s
 
 
+def measure_tripwires(name: str, chain_id: str, step: str, tests_of: str, code_of: str, repeats: int) -> float:
+    chain = load_chain(chain_id).select_steps(step)
+    sandbox = DockerSandbox()
+    image = images.ensure_images(sandbox, chain).versions[tests_of]
+    code = sources.materialize(chain, code_of).code
+    hidden = sources.materialize(chain, tests_of).hidden
+    pool = tripwires.pool(hidden, chain.config.test_folder, chain.config.import_name)
+    times: dict[str, list[float]] = {"without": [], "with": []}
+    statuses, planted = {}, 0
+    for _ in range(repeats):
+        for kind in ("without", "with"):
+            started = time.perf_counter()
+            planting = None
+            if kind == "with":
+                planting = tripwires.plant(hidden, chain.config.test_folder, pool, tripwires.fresh_rng())
+                planted = len(planting.planted)
+            run = evaluation.evaluate(sandbox, chain, image, code, LABELS, planting=planting)
+            times[kind].append(time.perf_counter() - started)
+            statuses[kind] = run.statuses
+            assert run.execution_error is None, (kind, run.execution_error)
+    assert statuses["without"] == statuses["with"], "tripwires changed a hidden test's status"
+    without, with_ = statistics.median(times["without"]), statistics.median(times["with"])
+    print(
+        f"{name}: without tripwires {without:.2f} s, with {planted} tripwires {with_:.2f} s (medians of {repeats}), "
+        f"ratio {with_ / without:.3f}; {len(statuses['with'])} tests, same statuses"
+    )
+    return with_ / without
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("repeats", type=int, nargs="?", default=5)
     parser.add_argument("--old-commit", default=OLD_COMMIT)
+    parser.add_argument("--tripwires-only", action="store_true", help="only the cost of tripwires")
     args = parser.parse_args()
-    measure("toy 0.2.0 suite on 0.2.0", "toy", "1", "0.2.0", "0.2.0", args.repeats, args.old_commit)
-    measure("PyJWT 2.12.1 suite on 2.12.0", "pyjwt", "15", "2.12.1", "2.12.0", args.repeats, args.old_commit)
+    if not args.tripwires_only:
+        measure("toy 0.2.0 suite on 0.2.0", "toy", "1", "0.2.0", "0.2.0", args.repeats, args.old_commit)
+        measure("PyJWT 2.12.1 suite on 2.12.0", "pyjwt", "15", "2.12.1", "2.12.0", args.repeats, args.old_commit)
+    measure_tripwires("tripwires, toy 0.2.0 suite on 0.2.0", "toy", "1", "0.2.0", "0.2.0", args.repeats)
+    measure_tripwires("tripwires, PyJWT 2.12.1 suite on 2.12.0", "pyjwt", "15", "2.12.1", "2.12.0", args.repeats)
 
 
 if __name__ == "__main__":

@@ -100,7 +100,7 @@ def evaluate(
     output = (result.files.get(OUTPUT_FILE) or result.logs_tail.encode()).decode(errors="replace")
     if planting is not None and not keep_planted:
         planted = {t: s for t, s in run.statuses.items() if function_name(t) in planting.names}
-        output = scrub(output, planting, planted)
+        output = scrub(output, planting, planted, list(run.statuses))
         run = judge(run, planting)
     if log is not None:
         write_bytes(log, output.encode())

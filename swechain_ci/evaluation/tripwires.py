@@ -549,8 +549,9 @@ COUNT = re.compile(r"\b(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)\b")
 COLLECTED = re.compile(r"\bcollected (\d+) items?\b")
 
 
-def scrub(text: str, planting: Planting, planted_statuses: dict[str, Status]) -> str:
-    """``text`` (pytest's output, a traceback, a message) as if no tripwire had been planted."""
+def scrub(text: str, planting: Planting, planted_statuses: dict[str, Status], order: list[str] | None = None) -> str:
+    """``text`` (pytest's output, a traceback, a message) as if no tripwire had been planted;
+    ``order``, every test in the order it ran, lets pytest's progress lines lose theirs too."""
     if not text or not planting.planted:
         return text
     names = planting.names
@@ -569,7 +570,33 @@ def scrub(text: str, planting: Planting, planted_statuses: dict[str, Status]) ->
     for test_file in planting.inserts:
         where = re.compile(rf"((?:\S*/)?{re.escape(test_file)}:)(\d+)")
         text = where.sub(lambda m, f=test_file: m.group(1) + str(planting.original_line(f, int(m.group(2)))), text)
-    return uncounted(text, planted_statuses)
+    text = uncounted(text, planted_statuses)
+    return without_progress(text, set(planted_statuses), order) if order else text
+
+
+PROGRESS = re.compile(r"^(\S+\.py) ([.FEsxX]+)\s+\[\s*\d+%\]$")
+
+
+def without_progress(text: str, planted: set[str], order: list[str]) -> str:
+    """pytest's progress lines (one character per test, then the share done) without the
+    tripwires' characters, when every line can be matched to its file's tests; else as they are."""
+    lines = text.split("\n")
+    found = [(i, m) for i, line in enumerate(lines) if (m := PROGRESS.match(line))]
+    by_file: dict[str, list[str]] = {}
+    for test in order:
+        by_file.setdefault(test.split("::")[0], []).append(test)
+    if not found or any(len(m.group(2)) != len(by_file.get(m.group(1), [])) for _, m in found):
+        return text
+    total = sum(1 for t in order if t not in planted)
+    done = 0
+    for index, match in found:
+        tests = by_file[match.group(1)]
+        kept = "".join(c for c, t in zip(match.group(2), tests, strict=True) if t not in planted)
+        done += len(kept)
+        left, right = f"{match.group(1)} {kept}", f"[{done * 100 // max(total, 1):3d}%]"
+        width = len(lines[index])  # the terminal's, as pytest filled it
+        lines[index] = left + " " * max(width - len(left) - len(right), 1) + right
+    return "\n".join(lines)
 
 
 def pytest_rule(title: str, width: int = 80) -> str:
@@ -617,7 +644,7 @@ def judge(run: TestRun, planting: Planting) -> TestRun:
     tripped += [t for t in planting.natural if run.statuses.get(t) in PASSING]
 
     def clean(text: str) -> str:
-        return scrub(text, planting, planted)
+        return scrub(text, planting, planted, list(run.statuses))
 
     flags = [
         f.model_copy(update={"detail": clean(f.detail)[:500], "location": clean(f.location) if f.location else None})

@@ -305,3 +305,19 @@ def test_candidate_model_round_trips():
         test_file="t.py", qualname="test_x", rule="expected_text", first_line=1, last_line=2, text="x"
     )
     assert TripwireCandidate.model_validate_json(candidate.model_dump_json()) == candidate
+
+
+def test_progress_lines_lose_the_tripwires_characters():
+    order = ["tests/test_a.py::test_one", "tests/test_a.py::test_copy", "tests/test_b.py::test_two"]
+    text = (
+        "tests/test_a.py .F                                                      [ 66%]\n"
+        "tests/test_b.py .                                                       [100%]"
+    )
+    rewritten = tripwires.without_progress(text, {"tests/test_a.py::test_copy"}, order)
+    assert rewritten == (
+        "tests/test_a.py .                                                       [ 50%]\n"
+        "tests/test_b.py .                                                       [100%]"
+    )
+    assert [len(line) for line in rewritten.split("\n")] == [len(line) for line in text.split("\n")]
+    # lines that cannot be matched test by test are left as they are
+    assert tripwires.without_progress(text, {"tests/test_a.py::test_copy"}, order[:1]) == text
