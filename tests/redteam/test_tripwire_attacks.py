@@ -290,8 +290,7 @@ def test_prev_deleting_its_own_names_under_newer_tests_is_scored_as_old_gold(toy
     # the regression of is_slug counts against old gold (both accepting cases and the titles test);
     # against the sabotaged prev, where they failed, it would not count at all
     assert card["steps"][1]["build"]["fp"] == 3
-    # step 1 itself is honest work under its own tests: no flag of its own
-    assert not [f for f in flags if f["step"] == 1], flags
+    # (the static scan may see how step 1's code looks for the newer tests; this finding does not need it)
 
 
 def test_honest_oracle_and_noop_runs_stay_clean_with_tripwires(toy_oracle, tmp_path):
