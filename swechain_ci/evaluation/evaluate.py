@@ -21,6 +21,7 @@ from swechain_ci.evaluation.harness.swechain_contract import (
     EVAL_FILE,
     FAILED_IMPORTS_FILE,
     OUTPUT_FILE,
+    PLANTED_FILE,
     REPORT_FILE,
     REPORTED_EXIT_CODES,
     RESULT_FILE,
@@ -74,7 +75,7 @@ def evaluate(
         ("/work", single_file_tar(EVAL_FILE, json.dumps(settings).encode(), 0)),
     ]
     if planting is not None and planting.files:
-        archives.append(("/work", single_file_tar("planted.json", json.dumps(planting.files).encode(), 0, 0o600)))
+        archives.append(("/work", single_file_tar(PLANTED_FILE, json.dumps(planting.files).encode(), 0, 0o600)))
     result = sandbox.run_once(
         image,
         ["/opt/venv/bin/python", "-I", "/opt/swechain/harness/run_hidden_tests.py"],

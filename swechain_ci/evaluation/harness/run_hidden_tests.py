@@ -42,6 +42,7 @@ if TYPE_CHECKING or __package__:  # imported on the host: its unit tests, the ty
         EVAL_FILE,
         FAILED_IMPORTS_FILE,
         OUTPUT_FILE,
+        PLANTED_FILE,
         REPORT_FILE,
         REPORTED_EXIT_CODES,
         RESULT_FILE,
@@ -59,6 +60,7 @@ else:  # run as a script under ``python -I``: its own folder (root's) is not on 
         EVAL_FILE,
         FAILED_IMPORTS_FILE,
         OUTPUT_FILE,
+        PLANTED_FILE,
         REPORT_FILE,
         REPORTED_EXIT_CODES,
         RESULT_FILE,
@@ -79,7 +81,7 @@ TARGET = Path("/opt/swechain/version")
 OUT = Path("/out")
 TRUSTED = Path("/work/trusted.json")
 # The host's tripwires (README, "Tripwires"): hidden test modules with planted copies, root's only.
-PLANTED = Path("/work/planted.json")
+PLANTED = Path("/work") / PLANTED_FILE
 HARNESS = Path(__file__).resolve().parent
 RUNNER_UID = 1001
 # The user code under test runs as: the runner in a container (main sets it); unchanged on a host.
@@ -226,7 +228,7 @@ def read_planted() -> dict[str, str]:
     """The host's planted modules, read and removed before any code under test runs."""
     if not PLANTED.is_file():
         return {}
-    planted = json.loads(PLANTED.read_text())
+    planted = json.loads(PLANTED.read_text(encoding="utf-8"))
     PLANTED.unlink()
     return planted if isinstance(planted, dict) else {}
 

@@ -13,6 +13,9 @@ from __future__ import annotations
 from typing import TypedDict
 
 EVAL_FILE = "eval.json"  # in /work, root's
+# In /work, root's only (0600), read and removed by the supervisor: {hidden module path: its text
+# with the host's tripwires planted} (evaluation/tripwires.py).
+PLANTED_FILE = "planted.json"
 RESULT_FILE = "result.json"  # in /out, with the files below
 REPORT_FILE = "report.json"  # pytest-json-report's report (merged over retries)
 STREAM_FILE = "stream.jsonl"  # the harness's own per-test stream
