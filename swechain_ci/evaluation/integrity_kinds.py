@@ -38,10 +38,11 @@ _OWN = (
     Kind("test_module_replaced", "a hidden test module not loaded from its hidden file", "detected", "guard"),
     Kind("test_code_altered", "a hidden test whose bytecode is not its hidden file's", "detected", "guard"),
     Kind("guard_check_failed", "one of the guard's checks failed to run", "detected", "guard"),
+    Kind("tripwire", "a planted test that the target's own code fails (a mutated copy of a hidden test, or one failing on new and old gold) passed; the run is void (every test error, no Fix; prev scored as old gold)", "detected", "host (evaluation/tripwires.py)"),
 )  # fmt: skip
 _SCORING = (
     Kind("skipped_on_candidate", "tests passing on new gold that the candidate turned into skips or xfails (they drop out of the paper's figure)", "detected", "scoring"),
-    Kind("prev_import_failure", "prev does not import under the target's tests, which would hide its regressions; prev is scored as old gold", "guaranteed", "scoring"),
+    Kind("prev_import_failure", "prev does not import under the target's tests (the package raises at import, or a name its own step's tests imported fine no longer imports, whatever the words), which would hide its regressions; prev is scored as old gold", "guaranteed", "scoring"),
 )  # fmt: skip
 _SCANNED = tuple(
     Kind(rule.kind, f"the candidate's change {rule.what}", "detected", "change scan") for rule in RULES
