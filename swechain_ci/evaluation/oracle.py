@@ -595,7 +595,7 @@ def evidence(
 
 
 def verify_tripwires(
-    sandbox: DockerSandbox,
+    sandbox: Sandbox,
     chain: Chain,
     images: ChainImages,
     own_runs: dict[str, list[TestRun]],
