@@ -3,9 +3,9 @@ the attack behind it is also prevented (guaranteed: the finding reports what was
 detected (the run is flagged, not ranked, until a maintainer clears it).
 
 The supervisor and the guard run in the test container on the standard library only, so they
-spell their kinds as literals; the change scan's kinds are its rule tables. The README's table is
+spell their kinds as literals; the change scan's kinds are its rule tables. The docs' table (docs/evaluation.md) is
 generated from this one (``scripts/integrity-table``), and tests/evaluation/test_integrity_kinds.py
-checks that every kind the code emits is a row here and that the README shows this table.
+checks that every kind the code emits is a row here and that the docs show this table.
 """
 
 from __future__ import annotations

@@ -146,13 +146,18 @@ CHAIN_EXAMPLE = re.compile(r"```yaml\n(.*?)```", re.DOTALL)
 
 
 @pytest.mark.parametrize(
-    "readme", ["README.md", *sorted(str(p.relative_to(REPO)) for p in REPO.glob("chains/*/README.md"))]
+    "readme",
+    [
+        "README.md",
+        *sorted(str(p.relative_to(REPO)) for p in REPO.glob("docs/*.md")),
+        *sorted(str(p.relative_to(REPO)) for p in REPO.glob("chains/*/README.md")),
+    ],
 )
 def test_every_chain_example_in_the_readmes_passes_the_schema(readme):
     examples = [yaml.safe_load(block) for block in CHAIN_EXAMPLE.findall((REPO / readme).read_text())]
     chain_examples = [e for e in examples if isinstance(e, dict) and "versions" in e]
-    if readme == "README.md":
-        assert chain_examples, "the README shows a chain.yaml"
+    if readme == "docs/writing-a-chain.md":
+        assert chain_examples, "the chain author's guide shows a chain.yaml"
     for example in chain_examples:
         ChainConfig.model_validate(example)
 

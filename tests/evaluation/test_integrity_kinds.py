@@ -1,5 +1,5 @@
 """The table of integrity kinds (evaluation/integrity_kinds.py): every kind the code emits is a row,
-every row is emitted somewhere, and the README shows the table as generated."""
+every row is emitted somewhere, and the docs (docs/evaluation.md) show the table as generated."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def test_kinds_are_unique_and_each_says_what_is_guaranteed():
     assert all(k.handling in ("guaranteed", "detected") and k.meaning and k.raised_by for k in KINDS)
 
 
-def test_the_readme_shows_the_table_as_generated():
-    readme = (REPO / "README.md").read_text()
+def test_the_docs_show_the_table_as_generated():
+    readme = (REPO / "docs" / "evaluation.md").read_text()
     assert integrity_kinds.with_table(readme) == readme, "run scripts/integrity-table"
     assert integrity_kinds.markdown_table() in readme
