@@ -540,13 +540,22 @@ class ChainRun:
                 + ("" if first.phase in (Phase.BUILD, Phase.HAND_ON) else f", at {first}")
             )
         started: set[int] = set()
-        while (position := self.state.position()).step is not None:
-            assert position.step is not None
-            if position.phase == Phase.BUILD and max_steps is not None and len(started) >= max_steps:
-                progress.say(f"paused after {max_steps} step(s); run again to continue")
-                return
-            started.add(position.step.index)
-            self.run_phase(position)
+        finished = {s.index for s in done}
+        remaining = sum(s.index not in finished for s in self.state.oracle.steps)
+        with progress.task(f"{self.chain.id}: steps", remaining) as step_done:
+            current: int | None = None
+            while (position := self.state.position()).step is not None:
+                assert position.step is not None
+                if current is not None and position.step.index != current:
+                    step_done(f"step {current} finished")
+                current = position.step.index
+                if position.phase == Phase.BUILD and max_steps is not None and len(started) >= max_steps:
+                    progress.say(f"paused after {max_steps} step(s); run again to continue")
+                    return
+                started.add(position.step.index)
+                self.run_phase(position)
+            if current is not None:
+                step_done(f"step {current} finished")
 
     def execute_phase(self, phase: Phase, step_index: int | None) -> PhaseOutcome:
         """One job's phase. A phase already done (a re-run, or a run dispatched again) is

@@ -98,7 +98,8 @@ class CliAgent:
 
     def run(self, ctx: PhaseContext) -> AgentOutcome:
         phase, notes, resumes = ctx.phase, [], ctx.resumes if self.manifest.session == "resume" else None
-        if resumes is not None and "{cli_session}" in str(self.manifest.commands.fix) and not resumes.cli_session:
+        fix_command = self.manifest.commands.fix if self.manifest.commands else None
+        if resumes is not None and "{cli_session}" in str(fix_command) and not resumes.cli_session:
             resumes = None  # the Build's stream named no session to resume
         if phase == "fix" and self.manifest.session == "resume" and resumes is None:
             # Nothing to resume (the Build's session was dropped, or its stream named none):

@@ -94,7 +94,8 @@ def claude_stream_json(event: dict[str, Any], tally: Tally) -> None:
             if block.get("name") == "Read" and isinstance(path, str):
                 tally.reads[str(block.get("id"))] = path
         elif block.get("type") == "tool_result" and str(block.get("tool_use_id")) in tally.reads:
-            text = block.get("content") if isinstance(block.get("content"), str) else json.dumps(block.get("content"))
+            content = block.get("content")
+            text = content if isinstance(content, str) else json.dumps(content)
             _read_result(tally, tally.reads[str(block["tool_use_id"])], not block.get("is_error"), text)
     if kind == "assistant" and isinstance(event.get("message"), dict):
         message = event["message"]

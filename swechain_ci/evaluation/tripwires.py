@@ -101,9 +101,12 @@ def changed_text(node: ast.AST, lines: list[bytes], rng: random.Random) -> Edit 
 
 
 def changed_number(node: ast.AST, lines: list[bytes], rng: random.Random) -> Edit | None:
-    if not isinstance(node, ast.Constant) or type(node.value) not in (int, float) or token(node, lines) is None:
+    if not isinstance(node, ast.Constant) or token(node, lines) is None:
         return None
-    return edit_of(node, repr(node.value + rng.randint(2, 9)))
+    value = node.value
+    if isinstance(value, bool) or not isinstance(value, int | float):  # True + 2 is not a boolean
+        return None
+    return edit_of(node, repr(value + rng.randint(2, 9)))
 
 
 def compared_constant(node: ast.AST) -> ast.AST | None:
@@ -366,7 +369,7 @@ def bindings(statement: ast.stmt) -> set[str]:
 
 def needed_at_definition(function: ast.FunctionDef) -> set[str]:
     """Names a ``def`` evaluates when it runs: its decorators and default values."""
-    parts: list[ast.AST] = [*function.decorator_list, *function.args.defaults, *function.args.kw_defaults]
+    parts: list[ast.expr | None] = [*function.decorator_list, *function.args.defaults, *function.args.kw_defaults]
     return {n.id for part in parts if part is not None for n in ast.walk(part) if isinstance(n, ast.Name)}
 
 
@@ -569,7 +572,11 @@ def scrub(text: str, planting: Planting, planted_statuses: dict[str, Status], or
     text = name_pattern.sub(lambda m: function_name(names[m.group(1)].origin), text)
     for test_file in planting.inserts:
         where = re.compile(rf"((?:\S*/)?{re.escape(test_file)}:)(\d+)")
-        text = where.sub(lambda m, f=test_file: m.group(1) + str(planting.original_line(f, int(m.group(2)))), text)
+
+        def original(match: re.Match[str], planted_in: str = test_file) -> str:
+            return match.group(1) + str(planting.original_line(planted_in, int(match.group(2))))
+
+        text = where.sub(original, text)
     text = uncounted(text, planted_statuses)
     return without_progress(text, set(planted_statuses), order) if order else text
 
