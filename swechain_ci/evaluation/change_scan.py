@@ -20,7 +20,7 @@ import hashlib
 import io
 import re
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -683,10 +683,22 @@ def scan_change(gold: Path, candidate: Path, test_folder: str, source_root: str 
 
 
 def flag_run(
-    run: TestRun, gold: Path, candidate: Path, test_folder: str, step: int, phase: str, source_root: str = "."
+    run: TestRun,
+    golds: Sequence[Path],
+    candidate: Path,
+    test_folder: str,
+    step: int,
+    phase: str,
+    source_root: str = ".",
 ) -> TestRun:
-    """The run with the scan's flags added to the harness's, each stamped with its step and phase."""
-    flags = [*run.integrity_flags, *scan_change(gold, candidate, test_folder, source_root)]
+    """The run with the scan's flags added to the harness's, each stamped with its step and phase.
+
+    A construct is the package's own if any of ``golds`` has it: the step's start and the run's
+    first version, so code an agent kept from where it started (a noop's, at every step) is never
+    taken for its own doing."""
+    found = [scan_change(gold, candidate, test_folder, source_root) for gold in dict.fromkeys(golds)]
+    scanned = [flag for flag in found[0] if all(flag in other for other in found[1:])] if found else []
+    flags = [*run.integrity_flags, *scanned]
     stamped = []
     for flag in flags:  # a run reused for identical code already carries the scan's flags
         flag = flag.model_copy(update={"step": step, "phase": phase})

@@ -73,9 +73,9 @@ class StepEvaluation:
             progress.say(f"{self.label} {name}: hidden tests of {self.step.next_version}")
             self.runs[code_sha256] = self.tests(code)
         config = self.chain.config
-        gold = sources.materialize(self.chain, self.step.prev_version).code
+        golds = [sources.materialize(self.chain, v).code for v in (self.step.prev_version, self.chain.versions[0])]
         run = flag_run(
-            self.runs[code_sha256], gold, code, config.test_folder, self.step.index, name, config.source_root
+            self.runs[code_sha256], golds, code, config.test_folder, self.step.index, name, config.source_root
         )
         outcomes = resolve(run, self.step.new_gold)
         return PhaseTests(run, outcomes, has_execution_error(run, outcomes))

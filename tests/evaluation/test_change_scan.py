@@ -218,7 +218,7 @@ def test_unchanged_code_and_unparsable_files_give_nothing(tmp_path):
 def test_flags_are_stamped_with_step_and_phase(tmp_path):
     gold = write(tmp_path / "gold", {"src/pkg/a.py": ""})
     candidate = write(tmp_path / "cand", {"src/pkg/a.py": "import gc\ngc.get_objects()\n"})
-    run = change_scan.flag_run(Run(), gold, candidate, "tests", 3, "fix")
+    run = change_scan.flag_run(Run(), [gold], candidate, "tests", 3, "fix")
     assert [(f.kind, f.step, f.phase, f.location) for f in run.integrity_flags] == [
         ("gc_object_walk", 3, "fix", "src/pkg/a.py:2")
     ]

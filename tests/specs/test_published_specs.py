@@ -7,6 +7,7 @@ The real files (``../shared/reference/published-specs``, PyJWT 2.0.1 -> 2.1.0 an
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -221,7 +222,7 @@ def test_parquet_rows_are_matched_by_paper_id_and_version(project, tmp_path):
         ({"next_ver": None}, r"row 2: field next_ver must be a non-empty string"),
         (
             {"specs": "## Bugs\n"},
-            r"row 2 \(pyjwt_2.0.0_to_2.12.1 2.9.0 -> 2.10.0\), field specs: line 1: unknown section 'Bugs'",
+            r"row 2 \(pyjwt_2.0.0_to_2.12.1 {prev} -> {next}\), field specs: line 1: unknown section 'Bugs'",
         ),
         ({"specs": "[1, 2]"}, r"row 2 .*field specs: task 1: '\(top level\)'"),
     ],
@@ -231,6 +232,10 @@ def test_a_bad_row_stops_its_chain_with_the_row_and_field_named(project, tmp_pat
     rows = [dict(r) for r in sample_rows(chain)]
     rows[1].update(change)
     path = parquet_of(tmp_path / "specs_chain.parquet", rows)
+    # row 2's step depends on which samples are at hand (the reference's, or the fixture's)
+    message = message.replace("{prev}", re.escape(str(rows[1]["prev_ver"]))).replace(
+        "{next}", re.escape(str(rows[1]["next_ver"]))
+    )
     with pytest.raises(SwechainError, match=message):
         import_specs(path, chain)
     assert not list((project / "specs" / "pyjwt").rglob("L3.md")), "nothing of the chain is written"
