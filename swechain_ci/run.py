@@ -182,6 +182,10 @@ class RunState:
         self.chain, self.oracle, self.output, self.branch, self.agent = chain, oracle, output, branch, agent
         self.folder = RunFolder(output)
 
+    def step_label(self, step: StepOracle) -> str:
+        """How progress names the step: its number in the chain and its place in this run."""
+        return progress.step_label(step.index, self.oracle.steps[0].index, len(self.oracle.steps))
+
     @property
     def record(self) -> RunRecord:
         return read_model(self.folder.record, RunRecord)
@@ -297,10 +301,7 @@ class EvaluationPhases:
 
     def evaluation(self, step: StepOracle) -> StepEvaluation:
         image = self.images.versions[step.next_version]
-        return StepEvaluation(self.sandbox, self.chain, step, self.step_label(step), self.state.labels, image)
-
-    def step_label(self, step: StepOracle) -> str:
-        return progress.step_label(step.index, self.oracle.steps[0].index, len(self.oracle.steps))
+        return StepEvaluation(self.sandbox, self.chain, step, self.state.step_label(step), self.state.labels, image)
 
     def evaluate_build(self, step: StepOracle, work: Path) -> None:
         """Hidden tests on prev and on the Build. Finishes the step, or grants the one Fix
@@ -412,7 +413,7 @@ class AgentPhases:
         task = AgentTask(
             phase=name,
             step_index=step.index,
-            label=progress.step_label(step.index, self.oracle.steps[0].index, len(self.oracle.steps)),
+            label=self.state.step_label(step),
             prev_version=step.prev_version,
             next_version=step.next_version,
             spec=self.specs[(step.prev_version, step.next_version)],
