@@ -350,15 +350,16 @@ class AgentContainer:
             try:
                 for chunk in stream:
                     seen += len(chunk)
-                    if on_output and not stopped.is_set() and on_output(chunk):
-                        stopped.set()
-                        self.kill_agent_processes()
                     room = output_limit - len(kept)
                     if room > 0:
                         kept.extend(chunk[:room])
                         if handle:
                             handle.write(chunk[:room])
                             handle.flush()  # the step log shows the output as it comes
+                    # After the log: whatever ``on_output`` shows is already in the step log.
+                    if on_output and not stopped.is_set() and on_output(chunk):
+                        stopped.set()
+                        self.kill_agent_processes()
             finally:
                 if handle:
                     handle.close()

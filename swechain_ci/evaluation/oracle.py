@@ -56,8 +56,9 @@ from swechain_ci.settings import HARNESS_DIR, state_home
 OUTPUT_TAIL_LINES = 25
 # Part of every oracle's key: raised when what an oracle records changes (2: the gold runs' own
 # integrity findings; 3: verified tripwires, the tests' imports of the package, old gold's failed
-# imports), so older oracles are rebuilt, from kept gold runs where there are any.
-ORACLE_FORMAT = "3"
+# imports; 4: tripwires mutated only where a test ends), so older oracles are rebuilt, from kept
+# gold runs where there are any.
+ORACLE_FORMAT = "4"
 
 
 def oracle_path(chain: Chain) -> Path:

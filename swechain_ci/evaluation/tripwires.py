@@ -252,6 +252,35 @@ def test_functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef]]:
                     yield f"{node.name}.{member.name}", member
 
 
+def final_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements a test can end on, where a failure skips nothing after it: the body's last
+    statement, and into its ``with`` body and ``if`` branches. A copy that fails earlier would
+    skip the rest of the test (a ``ctx.pop()``, a setting put back) and leak its state into the
+    next test: an honest candidate would lose a test to the tripwire beside it."""
+    if not body:
+        return
+    last = body[-1]
+    yield last
+    if isinstance(last, ast.With | ast.AsyncWith):
+        yield from final_statements(last.body)
+    elif isinstance(last, ast.If):
+        yield from final_statements(last.body)
+        yield from final_statements(last.orelse)
+
+
+def own_nodes(statement: ast.stmt) -> Iterator[ast.AST]:
+    """A statement's nodes without those of the statements it holds (a ``with``'s items, an
+    ``if``'s test); nothing of a loop, a ``try`` or a definition, whose failure would skip what
+    follows in them (or that does not run at all)."""
+    if isinstance(statement, ast.With | ast.AsyncWith):
+        for item in statement.items:
+            yield from ast.walk(item)
+    elif isinstance(statement, ast.If):
+        yield from ast.walk(statement.test)
+    elif isinstance(statement, ast.Assert | ast.Expr | ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Return):
+        yield from ast.walk(statement)
+
+
 def first_line(node: ast.FunctionDef | ast.ClassDef) -> int:
     return min([node.lineno, *(d.lineno for d in node.decorator_list)])
 
@@ -276,7 +305,7 @@ def module_candidates(source: bytes, rel: PurePosixPath, import_name: str) -> li
             continue
         rng = random.Random(hashlib.sha256(f"{rel}::{qualname}".encode()).digest())
         edits: list[tuple[str, Edit]] = []
-        for node in ast.walk(ast.Module(body=function.body, type_ignores=[])):
+        for node in (n for statement in final_statements(function.body) for n in own_nodes(statement)):
             for mutation in MUTATIONS:
                 if (made := mutation.sites(node, lines, rng)) is not None:
                     edits.append((mutation.name, made))

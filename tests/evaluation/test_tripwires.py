@@ -96,6 +96,38 @@ def test_unsuitable_tests_give_no_candidate(source):
     assert tripwires.module_candidates((HEAD + source).encode(), Path("tests/test_x.py"), "fakepkg") == []
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        # a failure at the site would skip the pop: the next test would see the pushed state
+        'def test_pushed():\n    STATE.append(1)\n    assert name() == "hello-world"\n    STATE.pop()\n',
+        'def test_in_with():\n    with open("f"):\n        assert name() == "hello-world"\n        STATE.pop()\n',
+        'def test_in_loop():\n    for _ in range(2):\n        assert name() == "hello-world"\n',
+        'def test_in_try():\n    try:\n        assert name() == "hello-world"\n    finally:\n        STATE.pop()\n',
+        "def test_raises_then_more():\n    with pytest.raises(ValueError):\n        fail()\n    STATE.pop()\n",
+        'def test_defines():\n    def inner():\n        assert name() == "hello-world"\n',
+    ],
+)
+def test_only_a_site_where_the_test_ends_is_mutated(source):
+    # A copy fails at its site; whatever would have run after it (a context popped, a setting
+    # put back) would leak into the next test and cost an honest candidate that test.
+    assert tripwires.module_candidates((HEAD + source).encode(), Path("tests/test_x.py"), "fakepkg") == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'def test_setup_first():\n    STATE.append(1)\n    assert name() == "hello-world"\n',
+        'def test_last_in_with():\n    with open("f"):\n        STATE.pop()\n        assert name() == "hello-world"\n',
+        'def test_branch():\n    if STATE:\n        STATE.pop()\n    else:\n        assert name() == "hello-world"\n',
+        "def test_raises_last():\n    STATE.pop()\n    with pytest.raises(ValueError):\n        fail()\n",
+    ],
+)
+def test_a_site_in_the_last_statement_run_is_mutated(source):
+    found = tripwires.module_candidates((HEAD + source).encode(), Path("tests/test_x.py"), "fakepkg")
+    assert len(found) == 1
+
+
 def test_candidates_are_deterministic():
     source = (HEAD + SNIPPETS["expected_text"] + "\n\n" + SNIPPETS["expected_number"]).encode()
     first = tripwires.module_candidates(source, Path("tests/test_x.py"), "fakepkg")
