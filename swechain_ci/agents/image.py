@@ -22,7 +22,7 @@ def ensure_agent_image(sandbox: Sandbox, chain: Chain, images: ChainImages, mani
     what the agent's manifest installs."""
     start = chain.versions[0]
     code = sources.materialize(chain, start).code
-    image = build_cached(sandbox, chain, "agent", {"code": code}, {"DEPS": images.deps[start]})
+    image = build_cached(sandbox, chain, "agent", {"code": code}, {"DEPS": images.deps[start]}).id
     if manifest.install.pip:
         pins = environments_of.resolve(manifest.install.pip, chain.config.python)
         with tempfile.TemporaryDirectory(prefix="swechain-tools-") as tmp:
@@ -34,7 +34,7 @@ def ensure_agent_image(sandbox: Sandbox, chain: Chain, images: ChainImages, mani
                 "agent-tools",
                 {"requirements.txt": req_file, "wheels": wheelhouse(pins, chain.config.python)},
                 {"AGENT_IMAGE": image},
-            )
+            ).id
     if manifest.install.dockerfile:
         own = manifest.folder / manifest.install.dockerfile
         if not own.is_file():
@@ -54,5 +54,5 @@ def ensure_agent_image(sandbox: Sandbox, chain: Chain, images: ChainImages, mani
             args,
             recipe_path=own,
             network=os.environ.get("SWECHAIN_BUILD_NETWORK", "none"),
-        )
+        ).id
     return image

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from packaging.utils import canonicalize_name
 
@@ -35,14 +36,27 @@ SMOKE_IMAGE_NAMESPACE = "swechain-smoke"
 
 @dataclass(frozen=True)
 class ChainImages:
+    """Per version: the image to run (``versions``, its id on this Docker host) and the key of its
+    inputs (``keys``: the same on every runner that builds it from the same inputs, whatever id
+    its build got), which is what kept gold runs and oracles are keyed by."""
+
     deps: dict[str, str]
     versions: dict[str, str]
     environments: dict[str, list[str]]
+    keys: dict[str, str]
 
     @property
     def fingerprint(self) -> str:
-        joined = "".join(f"{v}={i}" for v, i in sorted(self.versions.items()))
+        joined = "".join(f"{v}={k}" for v, k in sorted(self.keys.items()))
         return hashlib.sha256(joined.encode()).hexdigest()
+
+
+class Built(NamedTuple):
+    """An image built (or reused): its id here, and the key of its inputs with every parent image
+    named by its own key (portable: another runner's build of the same inputs has the same key)."""
+
+    id: str
+    key: str
 
 
 def ensure_base(sandbox: Sandbox, python: str, extra_packages: Sequence[str] = ()) -> str:
@@ -85,7 +99,7 @@ def ensure_base(sandbox: Sandbox, python: str, extra_packages: Sequence[str] = (
 
 
 def _wheel_hashes(folder: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.whl"))}
+    return {p.name: file_digest(p) for p in sorted(folder.glob("*.whl"))}
 
 
 def _write_sums(sums: Path, hashes: dict[str, str]) -> None:
@@ -197,23 +211,32 @@ def build_cached(
     buildargs: dict[str, str],
     recipe_path: Path | None = None,
     network: str = "none",
-) -> str:
+    parent_keys: dict[str, str] | None = None,
+) -> Built:
     """Build ``dockerfiles/<family>/<kind>.Dockerfile`` (or ``recipe_path``) over ``files``,
-    reusing a build with equal inputs."""
+    reusing a build with equal inputs. ``parent_keys``: for the build arguments that name a parent
+    image by its id here, that parent's key (for the portable key)."""
     recipe_path = recipe_path or recipe(chain, kind)
-    h = hashlib.sha256(recipe_path.read_bytes())
-    for arg, value in sorted(buildargs.items()):
-        h.update(f"{arg}={value}".encode())
-    for name, path in sorted(files.items()):
-        h.update(
-            name.encode()
-            + (trees.digest(path) if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()).encode()
-        )
-    name = f"{chain.id}-{kind}:py{chain.config.python}-{h.hexdigest()[:16]}"
+    recipe_bytes = recipe_path.read_bytes()
+    file_digests = {
+        name: trees.digest(path) if path.is_dir() else file_digest(path) for name, path in sorted(files.items())
+    }
+
+    def key_of(args: dict[str, str]) -> str:
+        h = hashlib.sha256(recipe_bytes)
+        for arg, value in sorted(args.items()):
+            h.update(f"{arg}={value}".encode())
+        for name, digest in file_digests.items():
+            h.update(name.encode() + digest.encode())
+        return h.hexdigest()
+
+    local = key_of(buildargs)
+    portable = key_of({**buildargs, **(parent_keys or {})})
+    name = f"{chain.id}-{kind}:py{chain.config.python}-{local[:16]}"
     *trusted, own = image_namespaces()
     for namespace in (*trusted, own):
         if image := sandbox.image_id(f"{namespace}/{name}"):
-            return image
+            return Built(image, portable)
     tag = f"{own}/{name}"
     with progress.status(f"building image {tag}"), tempfile.TemporaryDirectory(prefix="swechain-context-") as tmp:
         context = Path(tmp)
@@ -223,11 +246,25 @@ def build_cached(
                 trees.copy_tree(path, context / name)
             else:
                 shutil.copy(path, context / name)
-        log = state_home() / "logs" / "images" / f"{chain.id}-{kind}-{h.hexdigest()[:16]}.log"
-        return sandbox.build(context, "Dockerfile", tag, buildargs, log, network=network)
+        log = state_home() / "logs" / "images" / f"{chain.id}-{kind}-{local[:16]}.log"
+        return Built(sandbox.build(context, "Dockerfile", tag, buildargs, log, network=network), portable)
 
 
-def ensure_deps(sandbox: Sandbox, chain: Chain, base: str, pins: list[str]) -> str:
+def file_digest(path: Path) -> str:
+    """A file's sha256, read in blocks (a wheel may be large)."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def base_key(python: str, extra_packages: Sequence[str] = ()) -> str:
+    """The base image's key: what it is made of (its reference names the Python, the Debian suite
+    and any extra packages). Runners that bootstrap it from the same suite take theirs as equal;
+    a pool that wants bit-equal bases gives every runner the same one (SWECHAIN_BASE_IMAGE)."""
+    suite = interpreter(python).debian_suite
+    return hashlib.sha256(f"{base_image(python, suite)}\0{' '.join(sorted(extra_packages))}".encode()).hexdigest()
+
+
+def ensure_deps(sandbox: Sandbox, chain: Chain, base: Built, pins: list[str]) -> Built:
     with tempfile.TemporaryDirectory(prefix="swechain-reqs-") as tmp:
         req_file = Path(tmp) / "requirements.txt"
         req_file.write_text("\n".join(pins) + "\n")
@@ -240,7 +277,8 @@ def ensure_deps(sandbox: Sandbox, chain: Chain, base: str, pins: list[str]) -> s
                 "wheels": wheelhouse(pins, chain.config.python, environments_of.built_wheels(chain)),
                 "harness": HARNESS_DIR,
             },
-            {"BASE": base, "PYTHON": chain.config.python},
+            {"BASE": base.id, "PYTHON": chain.config.python},
+            parent_keys={"BASE": base.key},
         )
 
 
@@ -260,7 +298,7 @@ def write_distribution_metadata(chain: Chain, version: str, root: Path, dest: Pa
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {chain.config.package}\nVersion: {version}\n")
 
 
-def ensure_version(sandbox: Sandbox, chain: Chain, deps: str, version: str) -> str:
+def ensure_version(sandbox: Sandbox, chain: Chain, deps: Built, version: str) -> Built:
     split = sources.materialize(chain, version)
     with tempfile.TemporaryDirectory(prefix="swechain-version-") as tmp:
         staged = Path(tmp) / "version"
@@ -268,19 +306,27 @@ def ensure_version(sandbox: Sandbox, chain: Chain, deps: str, version: str) -> s
         trees.copy_tree(split.protected, staged / "protected")
         if chain.config.environment.installed_metadata:
             write_distribution_metadata(chain, version, split.root, staged / "dist")
-        return build_cached(sandbox, chain, "version", {"version": staged}, {"DEPS": deps})
+        return build_cached(
+            sandbox, chain, "version", {"version": staged}, {"DEPS": deps.id}, parent_keys={"DEPS": deps.key}
+        )
 
 
 def ensure_images(sandbox: Sandbox, chain: Chain, only: Sequence[str] | None = None) -> ChainImages:
     """Every version's image (or those of ``only``, a pool runner's share); versions whose environments
     resolve alike share a dependency image."""
-    base = ensure_base(sandbox, chain.config.python, family_packages(chain))
+    packages = family_packages(chain)
+    base = Built(ensure_base(sandbox, chain.config.python, packages), base_key(chain.config.python, packages))
     environments = {v: environments_of.pins(chain, v) for v in chain.versions if only is None or v in only}
-    by_pins: dict[tuple[str, ...], str] = {}
-    deps: dict[str, str] = {}
+    by_pins: dict[tuple[str, ...], Built] = {}
+    deps: dict[str, Built] = {}
     for version, pins in environments.items():
         if tuple(pins) not in by_pins:
             by_pins[tuple(pins)] = ensure_deps(sandbox, chain, base, pins)
         deps[version] = by_pins[tuple(pins)]
     versions = {v: ensure_version(sandbox, chain, deps[v], v) for v in environments}
-    return ChainImages(deps, versions, environments)
+    return ChainImages(
+        deps={v: d.id for v, d in deps.items()},
+        versions={v: b.id for v, b in versions.items()},
+        environments=environments,
+        keys={v: b.key for v, b in versions.items()},
+    )

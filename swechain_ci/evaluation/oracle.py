@@ -211,17 +211,18 @@ def sanity_problem(chain: Chain, bad: list[VersionSanity], own_runs: dict[str, l
 
 
 def gold_run_path(
-    chain: Chain, image: str, code: Path, network: str, repeat: int, size: RunnerSize, planted: str = ""
+    chain: Chain, image_key: str, code: Path, network: str, repeat: int, size: RunnerSize, planted: str = ""
 ) -> Path:
-    """Where one gold run is kept: keyed by the image, the code, how the harness runs it (the
-    chain's evaluation settings, limits and workers on this runner), the harness, the network,
-    which of the repeated runs it is and, for a tripwire verification, the planted modules."""
+    """Where one gold run is kept: keyed by the image's inputs (``ChainImages.keys``: the same on
+    every runner that builds the image from them), the code, how the harness runs it (the chain's
+    evaluation settings, limits and workers on this runner), the harness, the network, which of the
+    repeated runs it is and, for a tripwire verification, the planted modules."""
     evaluation = chain.config.model_dump(
         include={"import_name", "test_folder", "source_root", "protected_files", "pytest", "timeouts"}
     )
     payload = "\0".join(
         [
-            image,
+            image_key,
             trees.digest(code),
             json.dumps(evaluation, sort_keys=True),
             trees.digest(HARNESS_DIR),
@@ -343,17 +344,17 @@ def pool_shares(chain: Chain) -> list[dict[str, str | int]]:
 
 
 def gold_run_paths(
-    chain: Chain, images: Mapping[str, str], jobs: Sequence[GoldJob], size: RunnerSize
+    chain: Chain, image_keys: Mapping[str, str], jobs: Sequence[GoldJob], size: RunnerSize
 ) -> dict[int, Path]:
-    """Where each of ``jobs`` is kept, by job number, for the jobs whose tests' image is in ``images``
-    (version -> image: a pool runner builds only its share's)."""
+    """Where each of ``jobs`` is kept, by job number, for the jobs whose tests' image is in
+    ``image_keys`` (version -> the image's key: a pool runner builds only its share's)."""
     seen: Counter = Counter()
     paths = {}
     for number, job in enumerate(jobs):
         tests_of, code_of, network = job
-        if tests_of in images:
+        if tests_of in image_keys:
             code = sources.materialize(chain, code_of).code
-            paths[number] = gold_run_path(chain, images[tests_of], code, network, seen[job], size)
+            paths[number] = gold_run_path(chain, image_keys[tests_of], code, network, seen[job], size)
         seen[job] += 1
     return paths
 
@@ -361,7 +362,7 @@ def gold_run_paths(
 def run_gold(
     sandbox: Sandbox,
     chain: Chain,
-    images: Mapping[str, str],
+    images: ChainImages,
     jobs: Sequence[GoldJob],
     logs: Path,
     force: bool,
@@ -374,7 +375,7 @@ def run_gold(
     size = runner_size()
     side_by_side = parallel_runs(chain, size)
     labels = {"swechain-ci.chain": chain.id}
-    kept_at = gold_run_paths(chain, images, jobs, size)  # splits each version used once, before the threads
+    kept_at = gold_run_paths(chain, images.keys, jobs, size)  # splits each version used once, before the threads
     numbers = [n for n, (tests_of, _, _) in enumerate(jobs) if share is None or tests_of == share]
     kept = {
         n: run
@@ -394,7 +395,13 @@ def run_gold(
                 shutil.copyfile(kept_at[number].with_suffix(".log"), log)
             return kept[number]
         run = evaluate(
-            sandbox, chain, images[tests_of], sources.materialize(chain, code_of).code, labels, log=log, network=network
+            sandbox,
+            chain,
+            images.versions[tests_of],
+            sources.materialize(chain, code_of).code,
+            labels,
+            log=log,
+            network=network,
         )
         keep_gold_run(kept_at[number], run, log)
         where = f" (network {network})" if network != "none" else ""
@@ -412,10 +419,8 @@ def gold_runs_of(sandbox: Sandbox, chain: Chain, images: ChainImages, version: s
     """One pool runner's share: run (or reuse) the gold runs of ``version``'s tests and keep them;
     the kept files, for handing on to the job that derives the oracle."""
     jobs = gold_jobs(chain, network_probe())
-    results = run_gold(
-        sandbox, chain, images.versions, jobs, log_dir(chain, inputs_hash(chain, images)), force, version
-    )
-    kept_at = gold_run_paths(chain, images.versions, jobs, runner_size())
+    results = run_gold(sandbox, chain, images, jobs, log_dir(chain, inputs_hash(chain, images)), force, version)
+    kept_at = gold_run_paths(chain, images.keys, jobs, runner_size())
     unkept = [n for n in results if kept_gold_run(kept_at[n]) is None]
     if unkept:
         tests_of, code_of, _ = jobs[unkept[0]]
@@ -448,7 +453,7 @@ def take_handed_on(chain: Chain, images: ChainImages, folder: Path) -> frozenset
             f"--gold-runs-from {folder}: not a folder; give the folder the pool's artifacts were put in"
         )
     jobs = gold_jobs(chain, network_probe())
-    expected = {p.name: p for p in gold_run_paths(chain, images.versions, jobs, runner_size()).values()}
+    expected = {p.name: p for p in gold_run_paths(chain, images.keys, jobs, runner_size()).values()}
     files: dict[str, dict[str, Path]] = {}
     for entry in sorted(folder.rglob("*")):
         if entry.is_dir() and not entry.is_symlink():
@@ -513,7 +518,7 @@ def build(
     probe = network_probe()
     jobs = gold_jobs(chain, probe)
     logs = log_dir(chain, wanted)
-    by_number = run_gold(sandbox, chain, images.versions, jobs, logs, force, handed_on=handed_on)
+    by_number = run_gold(sandbox, chain, images, jobs, logs, force, handed_on=handed_on)
     results = [by_number[n] for n in range(len(jobs))]
     own_runs: dict[str, list[TestRun]] = {v: [] for v in chain.versions}
     cross_runs: dict[str, TestRun] = {}
@@ -620,7 +625,7 @@ def verify_tripwires(
         digest = hashlib.sha256(json.dumps(planting.files, sort_keys=True).encode()).hexdigest()
         for code_of in (next_, prev):
             code = sources.materialize(chain, code_of).code
-            path = gold_run_path(chain, images.versions[next_], code, "none", 0, size, planted=digest)
+            path = gold_run_path(chain, images.keys[next_], code, "none", 0, size, planted=digest)
             jobs.append((next_, code_of, code, planting, path))
 
     def verification(job) -> TestRun:

@@ -207,7 +207,7 @@ def test_oracles_of_one_chain_id_from_two_folders_are_kept_apart(toy, tmp_path):
 
 
 def test_the_oracle_is_keyed_on_the_chain_file_and_the_harness(toy):
-    images = ChainImages(deps={}, versions={"0.1.0": "sha256:a"}, environments={})
+    images = ChainImages(deps={}, versions={"0.1.0": "sha256:a"}, environments={}, keys={"0.1.0": "inputs-a"})
     before = oracle.inputs_hash(load_chain("toy"), images)
     toy.write_text(toy.read_text() + "\n# a note\n")
     assert oracle.inputs_hash(load_chain("toy"), images) != before
@@ -283,13 +283,13 @@ def test_a_kept_gold_run_is_keyed_by_what_shapes_it_and_not_by_known_failures(to
     (code / "mod.py").write_text("x = 1\n")
 
     def key(**kwargs) -> Path:
-        args = {"image": "swechain-ci/toy-version:a", "network": "none", "repeat": 0, "size": size} | kwargs
+        args = {"image_key": "inputs-a", "network": "none", "repeat": 0, "size": size} | kwargs
         return oracle.gold_run_path(load_chain("toy"), code=code, **args)
 
     first = key()
     edit(toy, oracle={"baseline_runs": 2, "known_failures": {"0.2.0": ["tests/test_checks.py::test_x"]}})
     assert key() == first
-    assert key(repeat=1) != first and key(image="swechain-ci/toy-version:b") != first
+    assert key(repeat=1) != first and key(image_key="inputs-b") != first
     assert key(network="probe") != first and key(size=RunnerSize(cpus=1, memory=2**29)) != first
     (code / "mod.py").write_text("x = 2\n")
     changed_code = key()

@@ -3,6 +3,7 @@ final job's verification of the runs the shares hand on (no Docker: runs are wri
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -21,6 +22,7 @@ IMAGES = ChainImages(
     deps={},
     versions={v: f"sha256:{v.replace('.', '')}" for v in ("0.1.0", "0.2.0", "0.3.0", "0.4.0")},
     environments={},
+    keys={v: f"inputs-{v}" for v in ("0.1.0", "0.2.0", "0.3.0", "0.4.0")},
 )
 
 
@@ -53,8 +55,8 @@ def test_the_shares_partition_the_gold_runs_one_per_version(toy, monkeypatch):
 
 def test_a_share_built_with_only_its_image_keys_its_runs_as_the_whole_build_does(toy):
     jobs = oracle.gold_jobs(toy, None)
-    whole = oracle.gold_run_paths(toy, IMAGES.versions, jobs, runner_size())
-    share = oracle.gold_run_paths(toy, {"0.3.0": IMAGES.versions["0.3.0"]}, jobs, runner_size())
+    whole = oracle.gold_run_paths(toy, IMAGES.keys, jobs, runner_size())
+    share = oracle.gold_run_paths(toy, {"0.3.0": IMAGES.keys["0.3.0"]}, jobs, runner_size())
     assert len(set(whole.values())) == len(jobs)  # the repeats are kept apart
     assert share == {n: whole[n] for n, (tests_of, _, _) in enumerate(jobs) if tests_of == "0.3.0"}
     assert len(share) == 3
@@ -63,7 +65,7 @@ def test_a_share_built_with_only_its_image_keys_its_runs_as_the_whole_build_does
 def keep_share(chain, version: str, folder: Path) -> dict[Path, GoldRun]:
     """What a pool runner's share keeps and hands on, written as keep_gold_run writes it."""
     jobs = oracle.gold_jobs(chain, None)
-    paths = oracle.gold_run_paths(chain, {version: IMAGES.versions[version]}, jobs, runner_size())
+    paths = oracle.gold_run_paths(chain, {version: IMAGES.keys[version]}, jobs, runner_size())
     runs = {}
     for n, path in paths.items():
         run = GoldRun(statuses={f"tests/test_{n}.py::test_a": Status.passed}, exit_code=0, collected=1)
@@ -129,10 +131,19 @@ def test_an_edited_run_is_refused_naming_it_and_nothing_is_kept(toy, handed_on, 
     assert only_kept(tmp_path / "final") == []
 
 
+def test_runs_handed_on_from_another_docker_host_are_taken(toy, handed_on, tmp_path):
+    # Another host built the same inputs into images with other ids: the keys are the inputs', so its
+    # runs are this runner's, and none of them runs again.
+    artifacts, _ = handed_on
+    rebuilt = dataclasses.replace(IMAGES, versions={v: i + "-other-host" for v, i in IMAGES.versions.items()})
+    taken = oracle.take_handed_on(toy, rebuilt, artifacts)
+    assert taken and taken == oracle.take_handed_on(toy, IMAGES, artifacts)
+
+
 def test_a_run_from_other_inputs_is_refused_even_with_a_consistent_hash(toy, handed_on, tmp_path, monkeypatch):
     artifacts, _ = handed_on
-    # other images on the final runner (say a rebuilt environment): no handed-on key is one of its runs
-    other = ChainImages(deps={}, versions={v: i + "-rebuilt" for v, i in IMAGES.versions.items()}, environments={})
+    # images of other inputs on the final runner (say a changed environment): no handed-on key is one of its runs
+    other = dataclasses.replace(IMAGES, keys={v: k + "-changed" for v, k in IMAGES.keys.items()})
     with pytest.raises(SwechainError, match=r"its key matches none of chain toy's gold runs"):
         oracle.take_handed_on(toy, other, artifacts)
     # a runner too small for the chain's limits runs its suites with less memory: other keys too
