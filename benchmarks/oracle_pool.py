@@ -1,6 +1,6 @@
 """An oracle build on one runner against the same build spread over two runners (chain-build.yml's pool).
 
-Usage: .venv/bin/python benchmarks/oracle_pool.py [--chain pyjwt] [--steps 11-12]
+Usage: .venv/bin/python benchmarks/oracle_pool.py [--chain pyjwt] [--steps 11-12] [--act]
 
 Both builds run the real CLI, from a copy of the project (so no committed oracle.json is written),
 images already built and each runner's state home warm (wheelhouse, sources, trees) but with no
@@ -16,6 +16,12 @@ Every runner is sized 1 CPU (SWECHAIN_RUNNER_CPUS=1; keys need runners of one si
 runs one gold run at a time. Both "runners" share this machine's 2 cores, with each other and with
 whatever else runs here: the ratio is what two runners gain on one machine, a lower bound for two
 machines. Prints both wall times, the ratio, and whether both oracles have the same steps.
+
+``--act``: the workflow itself, `chain-build.yml` dispatched under act (jobs on the host, as on
+self-hosted runners) in a copy of the repository, once with one job at a time (`--concurrent-jobs
+1`: one runner) and once with two (two runners), each from a state home of its own that is warm
+but has no gold run; act passes the shares' runs on through a shared folder (it has no artifact
+service). Same runner size (1 CPU) and the same checks.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import argparse
 import json
 import os
 import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -74,11 +81,85 @@ def steps_of(home: Path) -> list[dict]:
     return [{k: s[k] for k in ("index", "new_gold", "old_gold", "upgrade_related")} for s in oracle["steps"]]
 
 
+def act_copy(work: Path) -> Path:
+    """This repository as it is now, committed in a copy whose origin is a local bare repository."""
+    origin, copy = work / "origin.git", work / "repo"
+
+    def git(*args: str, cwd: Path | None = None) -> str:
+        return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q", "--bare", "-b", "main", str(origin))
+    git("clone", "-q", str(REPO), str(copy))
+    for path in git("ls-files", "--cached", "--others", "--exclude-standard", cwd=REPO).splitlines():
+        if (REPO / path).is_file():
+            (copy / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / path, copy / path)
+    git("checkout", "-q", "-B", "main", cwd=copy)
+    git("add", "-A", cwd=copy)
+    git("-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty", "-m", "benchmark", cwd=copy)
+    git("remote", "set-url", "origin", str(origin), cwd=copy)
+    git("push", "-q", "origin", "main", cwd=copy)
+    return copy
+
+
+def act_build(copy: Path, home: Path, shared: Path, chain: str, steps: str, jobs: int) -> tuple[float, str]:
+    """chain-build.yml dispatched under act with at most ``jobs`` jobs at a time: its wall time and output."""
+    sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "github")]
+    from github_server import FakeGitHub  # the tests' GitHub stand-in: act's checkout asks for a token
+    from test_workflows_act import TOKEN, act
+
+    payload = {"inputs": {"chain": chain, "steps": steps, "force": "false"}, "ref": "refs/heads/main"}
+    runner = [f"{name}={value}" for name, value in {**RUNNER, "SWECHAIN_HOME": str(home)}.items()]
+    options = [option for pair in runner for option in ("--env", pair)] + ["--concurrent-jobs", str(jobs)]
+    with FakeGitHub() as github:
+        github.state.add_token(TOKEN, None)
+        started = time.monotonic()
+        done = act(copy, shared, "workflow_dispatch", "chain-build.yml", payload, github.url, *options)
+        seconds = time.monotonic() - started
+    if done.returncode != 0:
+        sys.exit(f"act chain-build.yml ({jobs} job(s) at a time) failed: {done.stdout[-3000:]}")
+    return seconds, done.stdout
+
+
+def main_act(chain: str, steps: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="swechain-oracle-pool-act-") as tmp:
+        work = Path(tmp)
+        copy = act_copy(work)
+        warm = work / "warm"
+        if (state_home() / "wheelhouse").is_dir():
+            shutil.copytree(state_home() / "wheelhouse", warm / "wheelhouse", symlinks=True)
+        warm_home(warm, copy, chain, steps)
+        timings, outputs, oracles = {}, {}, {}
+        for jobs in (1, 2):
+            home, shared = fresh_runner(warm, work / f"home-{jobs}"), work / f"shared-{jobs}"
+            shared.mkdir()
+            timings[jobs], outputs[jobs] = act_build(copy, home, shared, chain, steps, jobs)
+            oracles[jobs] = steps_of(home)
+    shares = len(load_chain_versions(chain, steps))
+    print(f"oracle of {chain} steps {steps} by chain-build.yml under act: {shares} shares (one per version)")
+    print("every runner 1 CPU; both runners share this machine's 2 cores (and whatever else runs on it)")
+    print(f"one runner (1 job at a time):   {timings[1]:7.1f} s")
+    print(f"two runners (2 jobs at a time): {timings[2]:7.1f} s")
+    print(f"ratio one/two: {timings[1] / timings[2]:.2f}x")
+    verified = [re.search(r"(\d+) of (\d+) gold runs handed on and verified", outputs[j]) for j in (1, 2)]
+    every = all(m is not None and m[1] == m[2] for m in verified)
+    print(f"same oracle steps: {oracles[1] == oracles[2]}; final job took every run handed on, verified: {every}")
+
+
+def load_chain_versions(chain: str, steps: str) -> list[str]:
+    from swechain_ci.chain.definition import load_chain
+
+    return load_chain(chain).select_steps(steps).versions
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chain", default="pyjwt")
     parser.add_argument("--steps", default="11-12")
+    parser.add_argument("--act", action="store_true", help="the workflow under act, 1 job at a time against 2")
     args = parser.parse_args()
+    if args.act:
+        return main_act(args.chain, args.steps)
     with tempfile.TemporaryDirectory(prefix="swechain-oracle-pool-") as tmp:
         work = Path(tmp)
         root = work / "project"

@@ -21,6 +21,7 @@ import shutil
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from swechain_ci import progress
@@ -337,10 +338,14 @@ def gold_jobs(chain: Chain, probe: str | None) -> list[GoldJob]:
 
 def pool_shares(chain: Chain) -> list[dict[str, str | int]]:
     """The oracle's gold runs split over a pool of runners: one share per version, the runs of its
-    tests (own suite, repeats, the old gold of the step into it, the probe). Each share needs only
-    its version's image."""
+    tests (own suite, repeats, the old gold of the step into it, the probe, the tripwire verification
+    of the step into it). Each share needs only its version's image."""
     jobs = gold_jobs(chain, network_probe())
-    return [{"version": v, "gold_runs": sum(1 for tests_of, _, _ in jobs if tests_of == v)} for v in chain.versions]
+    checked = {next_ for _, next_ in chain.steps}  # 2 verification runs where its pool is not empty
+    return [
+        {"version": v, "gold_runs": sum(1 for tests_of, _, _ in jobs if tests_of == v) + 2 * (v in checked)}
+        for v in chain.versions
+    ]
 
 
 def gold_run_paths(
@@ -416,10 +421,12 @@ def run_gold(
 
 
 def gold_runs_of(sandbox: Sandbox, chain: Chain, images: ChainImages, version: str, force: bool = False) -> list[Path]:
-    """One pool runner's share: run (or reuse) the gold runs of ``version``'s tests and keep them;
-    the kept files, for handing on to the job that derives the oracle."""
+    """One pool runner's share: run (or reuse) the gold runs of ``version``'s tests, and the
+    tripwire verification of the step into it, and keep them; the kept files, for handing on to
+    the job that derives the oracle."""
     jobs = gold_jobs(chain, network_probe())
-    results = run_gold(sandbox, chain, images, jobs, log_dir(chain, inputs_hash(chain, images)), force, version)
+    logs = log_dir(chain, inputs_hash(chain, images))
+    results = run_gold(sandbox, chain, images, jobs, logs, force, version)
     kept_at = gold_run_paths(chain, images.keys, jobs, runner_size())
     unkept = [n for n in results if kept_gold_run(kept_at[n]) is None]
     if unkept:
@@ -428,7 +435,16 @@ def gold_runs_of(sandbox: Sandbox, chain: Chain, images: ChainImages, version: s
             f"{len(unkept)} gold run(s) of {version} did not finish (first: tests of {tests_of} on code of "
             f"{code_of}: {summary(results[unkept[0]])}); they are not handed on: run the share again"
         )
-    return [kept_at[n] for n in results]
+    checks = tripwire_pools(chain, images.keys, runner_size()).jobs
+    verifications = run_tripwire_jobs(sandbox, chain, images, checks, logs, force)
+    unfinished = [job for job in checks if kept_gold_run(job.path) is None]
+    if unfinished:
+        job = unfinished[0]
+        raise SwechainError(
+            f"the tripwire verification of {version} on code of {job.code_of} did not finish "
+            f"({summary(verifications[job.path])}); it is not handed on: run the share again"
+        )
+    return [kept_at[n] for n in results] + [job.path for job in checks]
 
 
 def hand_on(kept: Sequence[Path], folder: Path) -> None:
@@ -453,7 +469,9 @@ def take_handed_on(chain: Chain, images: ChainImages, folder: Path) -> frozenset
             f"--gold-runs-from {folder}: not a folder; give the folder the pool's artifacts were put in"
         )
     jobs = gold_jobs(chain, network_probe())
-    expected = {p.name: p for p in gold_run_paths(chain, images.keys, jobs, runner_size()).values()}
+    size = runner_size()
+    expected = {p.name: p for p in gold_run_paths(chain, images.keys, jobs, size).values()}
+    expected |= {job.path.name: job.path for job in tripwire_pools(chain, images.keys, size).jobs}
     files: dict[str, dict[str, Path]] = {}
     for entry in sorted(folder.rglob("*")):
         if entry.is_dir() and not entry.is_symlink():
@@ -499,7 +517,7 @@ def take_handed_on(chain: Chain, images: ChainImages, folder: Path) -> frozenset
         log = files[record.name].get(".log")
         if log is not None:
             shutil.copyfile(log, kept_at.with_suffix(".log"))
-    progress.say(f"oracle {chain.id}: {len(taken)} of {len(jobs)} gold runs handed on and verified")
+    progress.say(f"oracle {chain.id}: {len(taken)} of {len(expected)} gold runs handed on and verified")
     return frozenset(kept_at for _, kept_at, _ in taken)
 
 
@@ -550,7 +568,7 @@ def build(
         progress.say(f"output of {first.version}'s own suite (last {len(tail)} lines):\n" + "\n".join(tail))
         raise SwechainError(sanity_problem(chain, bad, own_runs, own_logs[first.version]))
     steps = derive_steps(chain.steps, chain.step_offset + 1, own_runs, cross_runs, network_of)
-    verified = verify_tripwires(sandbox, chain, images, own_runs, {"swechain-ci.chain": chain.id}, logs, force)
+    verified = verify_tripwires(sandbox, chain, images, own_runs, logs, force, handed_on)
     steps = [
         step.model_copy(
             update=evidence(chain, step, own_runs[step.next_version], cross_runs[step.next_version], verified)
@@ -600,58 +618,106 @@ def evidence(
     }
 
 
-def verify_tripwires(
-    sandbox: Sandbox,
-    chain: Chain,
-    images: ChainImages,
-    own_runs: dict[str, list[TestRun]],
-    labels: dict[str, str],
-    logs: Path,
-    force: bool,
-) -> dict[str, list[TripwireCandidate]]:
-    """Per step's target version, the tripwire candidates that fail on its gold code and do not
-    pass on the previous version's: each step's whole pool planted once in each (README, "Tripwires")."""
-    size = runner_size()
+@dataclass(frozen=True)
+class TripwireJob:
+    """One verification run: a step's whole tripwire pool planted into ``tests_of``'s tests, on the
+    gold code of ``code_of`` (the step's target, then its start), kept at ``path``."""
+
+    tests_of: str
+    code_of: str
+    code: Path
+    planting: tripwires.Planting
+    path: Path
+
+
+@dataclass(frozen=True)
+class TripwirePools:
+    """Per step's target version: its pool of candidates, how they are planted, and the jobs that
+    verify them (none where the pool is empty)."""
+
+    pools: dict[str, tuple[list[TripwireCandidate], tripwires.Planting]]
+    jobs: list[TripwireJob]
+
+
+def tripwire_pools(chain: Chain, image_keys: Mapping[str, str], size: RunnerSize) -> TripwirePools:
+    """The tripwire pools of the steps into the versions of ``image_keys`` (a share: its version's)."""
     config = chain.config
-    jobs = []
-    pools = {}
+    pools, jobs = {}, []
     for prev, next_ in chain.steps:
+        if next_ not in image_keys:
+            continue
         hidden = sources.materialize(chain, next_).hidden
         candidates = tripwires.pool(hidden, config.test_folder, config.import_name)
         planting = tripwires.plant(
             hidden, config.test_folder, candidates, random.Random(0), count=None, canonical_names=True
         )
         pools[next_] = (candidates, planting)
-        digest = hashlib.sha256(json.dumps(planting.files, sort_keys=True).encode()).hexdigest()
-        for code_of in (next_, prev):
-            code = sources.materialize(chain, code_of).code
-            path = gold_run_path(chain, images.keys[next_], code, "none", 0, size, planted=digest)
-            jobs.append((next_, code_of, code, planting, path))
-
-    def verification(job) -> TestRun:
-        tests_of, code_of, code, planting, path = job
         if not planting.files:
-            return TestRun()
-        if not force and (kept := kept_gold_run(path)) is not None:
+            continue
+        digest = hashlib.sha256(json.dumps(planting.files, sort_keys=True).encode()).hexdigest()
+        for code_of in (next_, prev):  # new gold, then old gold
+            code = sources.materialize(chain, code_of).code
+            path = gold_run_path(chain, image_keys[next_], code, "none", 0, size, planted=digest)
+            jobs.append(TripwireJob(next_, code_of, code, planting, path))
+    return TripwirePools(pools, jobs)
+
+
+def run_tripwire_jobs(
+    sandbox: Sandbox,
+    chain: Chain,
+    images: ChainImages,
+    jobs: Sequence[TripwireJob],
+    logs: Path,
+    force: bool,
+    handed_on: frozenset[Path] = frozenset(),
+) -> dict[Path, TestRun]:
+    """Run (or reuse kept) verification runs, a few at a time; by where each is kept."""
+    labels = {"swechain-ci.chain": chain.id}
+
+    def verification(job: TripwireJob) -> TestRun:
+        if (not force or job.path in handed_on) and (kept := kept_gold_run(job.path)) is not None:
             return kept
-        log = logs / f"tripwires-tests-{tests_of}-code-{code_of}.log"
+        log = logs / f"tripwires-tests-{job.tests_of}-code-{job.code_of}.log"
         run = evaluate(
-            sandbox, chain, images.versions[tests_of], code, labels, log=log, planting=planting, keep_planted=True
+            sandbox,
+            chain,
+            images.versions[job.tests_of],
+            job.code,
+            labels,
+            log=log,
+            planting=job.planting,
+            keep_planted=True,
         )
-        keep_gold_run(path, run, log)
-        progress.say(f"oracle {chain.id}: tripwires of {tests_of} on code of {code_of}: {summary(run)}")
+        keep_gold_run(job.path, run, log)
+        progress.say(f"oracle {chain.id}: tripwires of {job.tests_of} on code of {job.code_of}: {summary(run)}")
         return run
 
-    with ThreadPoolExecutor(max_workers=parallel_runs(chain, size)) as pool:
-        runs = iter(list(pool.map(verification, jobs)))
+    with ThreadPoolExecutor(max_workers=parallel_runs(chain, runner_size())) as pool:
+        return dict(zip((j.path for j in jobs), pool.map(verification, jobs), strict=True))
+
+
+def verify_tripwires(
+    sandbox: Sandbox,
+    chain: Chain,
+    images: ChainImages,
+    own_runs: dict[str, list[TestRun]],
+    logs: Path,
+    force: bool,
+    handed_on: frozenset[Path] = frozenset(),
+) -> dict[str, list[TripwireCandidate]]:
+    """Per step's target version, the tripwire candidates that fail on its gold code and do not
+    pass on the previous version's: each step's whole pool planted once in each (README, "Tripwires")."""
+    planned = tripwire_pools(chain, images.keys, runner_size())
+    runs = run_tripwire_jobs(sandbox, chain, images, planned.jobs, logs, force, handed_on)
+    by_step = {(j.tests_of, j.code_of): runs[j.path] for j in planned.jobs}
     found: dict[str, list[TripwireCandidate]] = {}
-    for _, next_ in chain.steps:
-        new_run, old_run = next(runs), next(runs)  # the jobs' order: per step, new gold then old gold
-        candidates, planting = pools[next_]
-        if planting.files:
-            found[next_] = tripwires.verified(planting, [new_run], old_run, own_runs[next_][0].statuses, candidates)
-        else:
+    for prev, next_ in chain.steps:
+        candidates, planting = planned.pools[next_]
+        if (next_, next_) not in by_step:
             found[next_] = []
+            continue
+        new_run, old_run = by_step[(next_, next_)], by_step[(next_, prev)]
+        found[next_] = tripwires.verified(planting, [new_run], old_run, own_runs[next_][0].statuses, candidates)
     return found
 
 

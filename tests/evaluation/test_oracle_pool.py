@@ -39,18 +39,20 @@ def test_the_shares_partition_the_gold_runs_one_per_version(toy, monkeypatch):
     jobs = oracle.gold_jobs(toy, None)
     shares = oracle.pool_shares(toy)
     assert [s["version"] for s in shares] == toy.versions
-    assert sum(s["gold_runs"] for s in shares) == len(jobs) == 4 * 2 + 3
-    # the first version has no step into it: its own suite twice; the others also the old gold of their step
-    assert [s["gold_runs"] for s in shares] == [2, 3, 3, 3]
+    assert len(jobs) == 4 * 2 + 3
+    assert sum(s["gold_runs"] for s in shares) == len(jobs) + 2 * 3  # and each step's tripwire verification
+    # the first version has no step into it: its own suite twice; the others also the old gold of their
+    # step and their step's tripwires verified on new and on old gold
+    assert [s["gold_runs"] for s in shares] == [2, 5, 5, 5]
     assert {tests_of for tests_of, code_of, _ in jobs if code_of != tests_of} == {"0.2.0", "0.3.0", "0.4.0"}
     two_steps = toy.select_steps("2-3")
     assert oracle.pool_shares(two_steps) == [
         {"version": "0.2.0", "gold_runs": 2},
-        {"version": "0.3.0", "gold_runs": 3},
-        {"version": "0.4.0", "gold_runs": 3},
+        {"version": "0.3.0", "gold_runs": 5},
+        {"version": "0.4.0", "gold_runs": 5},
     ]
     monkeypatch.setenv("SWECHAIN_NETWORK_PROBE", "probe-net")
-    assert [s["gold_runs"] for s in oracle.pool_shares(toy)] == [3, 4, 4, 4]
+    assert [s["gold_runs"] for s in oracle.pool_shares(toy)] == [3, 6, 6, 6]
 
 
 def test_a_share_built_with_only_its_image_keys_its_runs_as_the_whole_build_does(toy):
@@ -62,10 +64,33 @@ def test_a_share_built_with_only_its_image_keys_its_runs_as_the_whole_build_does
     assert len(share) == 3
 
 
-def keep_share(chain, version: str, folder: Path) -> dict[Path, GoldRun]:
+def test_a_share_verifies_the_tripwires_of_the_step_into_its_version_only(toy):
+    whole = oracle.tripwire_pools(toy, IMAGES.keys, runner_size())
+    share = oracle.tripwire_pools(toy, {"0.3.0": IMAGES.keys["0.3.0"]}, runner_size())
+    assert [(j.tests_of, j.code_of) for j in share.jobs] == [("0.3.0", "0.3.0"), ("0.3.0", "0.2.0")]
+    assert [j.path for j in share.jobs] == [j.path for j in whole.jobs if j.tests_of == "0.3.0"]
+    assert len(whole.jobs) == 6 and len({j.path for j in whole.jobs}) == 6
+    gold = set(oracle.gold_run_paths(toy, IMAGES.keys, oracle.gold_jobs(toy, None), runner_size()).values())
+    assert not gold & {j.path for j in whole.jobs}, "a verification is kept apart from the plain gold runs"
+
+
+def test_a_handed_on_tripwire_verification_is_taken(toy, tmp_path, monkeypatch):
+    monkeypatch.setenv("SWECHAIN_HOME", str(tmp_path / "runner-a"))
+    artifacts = tmp_path / "artifacts"
+    keep_share(toy, "0.3.0", artifacts / "share-0.3.0", verifications=True)
+    monkeypatch.setenv("SWECHAIN_HOME", str(tmp_path / "final"))
+    taken = oracle.take_handed_on(toy, IMAGES, artifacts)
+    checks = {j.path for j in oracle.tripwire_pools(toy, IMAGES.keys, runner_size()).jobs if j.tests_of == "0.3.0"}
+    assert len(checks) == 2 and checks <= taken and len(taken) == 3 + 2
+
+
+def keep_share(chain, version: str, folder: Path, verifications: bool = False) -> dict[Path, GoldRun]:
     """What a pool runner's share keeps and hands on, written as keep_gold_run writes it."""
     jobs = oracle.gold_jobs(chain, None)
     paths = oracle.gold_run_paths(chain, {version: IMAGES.keys[version]}, jobs, runner_size())
+    if verifications:
+        checks = oracle.tripwire_pools(chain, {version: IMAGES.keys[version]}, runner_size()).jobs
+        paths |= {len(jobs) + i: job.path for i, job in enumerate(checks)}
     runs = {}
     for n, path in paths.items():
         run = GoldRun(statuses={f"tests/test_{n}.py::test_a": Status.passed}, exit_code=0, collected=1)

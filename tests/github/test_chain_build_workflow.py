@@ -24,10 +24,11 @@ def test_a_dispatched_chain_build_publishes_the_oracle_table(toy_oracle, act_rep
             github.url,
         )
     assert result.returncode == 0, result.stdout[-5000:]
-    # one job per version's gold runs, each handing them on; the final job verifies all 8 and reruns none
+    # one job per version's gold runs (and its step's tripwire verification), each handing them on; the
+    # final job verifies all 8 + 2 * 2 and reruns none
     for version in ("0.2.0", "0.3.0", "0.4.0"):
         assert re.search(rf"^\[Chain build/gold-runs-\d\s*\] .*Gold runs of {re.escape(version)}", result.stdout, re.M)
-    assert "oracle toy: 8 of 8 gold runs handed on and verified" in result.stdout
+    assert "oracle toy: 12 of 12 gold runs handed on and verified" in result.stdout
     assert (
         "oracle toy: gold runs: 0/0" in result.stdout or "(8 kept from an earlier build or handed on)" in result.stdout
     )
