@@ -416,7 +416,7 @@ class AgentPhases:
             label=self.state.step_label(step),
             prev_version=step.prev_version,
             next_version=step.next_version,
-            spec=self.specs[(step.prev_version, step.next_version)],
+            spec=self.specs.get((step.prev_version, step.next_version), ""),  # none at level `none`
             fix_report=None,
             earlier_code=self.state.earlier_code(step),
             session_id=str(uuid.uuid4()),

@@ -73,12 +73,12 @@ def test_noop_agent_resolves_nothing_it_did_not_inherit(built_chain, runs_dir):
         steps,
         "--output",
         str(output),
-        "--spec-level",
-        "L1",
         timeout=1800,
-    )
+    )  # no level asked for: the default where every step has it, else `none` (a baseline reads none)
     assert result.returncode == 0, result.stderr[-3000:]
     card = load_json(output / "scorecard.json")
+    chain = load_chain(chain_id).select_steps(steps)
+    assert card["spec_level"] in (chain.config.default_spec_level, "none")
     assert card["integrity"]["status"] == "clean", card["integrity"]["flags"]
     first = card["steps"][0]
     assert first["build_fix"]["tp"] == 0

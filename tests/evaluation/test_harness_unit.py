@@ -532,3 +532,44 @@ def test_a_wrapper_chain_that_comes_back_to_itself_ends_as_a_finding(tmp_path, m
     observed = guarded_pytest(tmp_path, monkeypatch).run(["tests"])
     details = [f["detail"] for f in observed.stream.flags if f["kind"] == "test_code_altered"]
     assert details == ["tests/test_mod.py::test_x wraps itself without reaching its hidden file's code"]
+
+
+def test_a_failed_tests_garbage_fails_no_later_test(tmp_path, monkeypatch):
+    # A failing test leaves a never-awaited coroutine in its traceback's cycle. Collected later, in
+    # whichever test runs then, pytest up to 8.3 (Flask's pin) reports it there: an error under
+    # `filterwarnings = error` (the conftest does what pytest 8.3 does), in a test that passes. The
+    # harness releases a failed test's garbage as the test ends.
+    write(
+        tmp_path,
+        {
+            "src/pkg/__init__.py": "async def view():\n    return 1\n",
+            "tests/conftest.py": (
+                "import sys\n\nimport pytest\n\n"
+                "@pytest.fixture(autouse=True)\n"
+                "def unraisable_is_an_error():\n"
+                "    seen, hook = [], sys.unraisablehook\n"
+                "    sys.unraisablehook = seen.append\n"
+                "    yield\n"
+                "    sys.unraisablehook = hook\n"
+                "    if seen:\n"
+                "        pytest.fail(f'unraisable: {seen[0].exc_value!r}')\n"
+            ),
+            "tests/test_mod.py": (
+                "import gc\n\nimport pkg\n\n"
+                "def test_unsupported_async_view():\n"
+                "    pending = pkg.view()\n"
+                "    holder = [pending]\n    holder.append(holder)\n"
+                "    assert pending is None\n\n"
+                "def test_later():\n"
+                "    gc.collect()  # the collector's own moment, here made certain\n"
+                "    assert pkg.view\n"
+            ),
+        },
+    )
+    runner = guarded_pytest(tmp_path, monkeypatch)
+    runner.base_args += ["-W", "error::RuntimeWarning"]  # Flask's `filterwarnings = error`
+    observed = runner.run(["tests"])
+    assert observed.untrusted() is None
+    report = observed.stream.report()["tests"]
+    outcomes = {t["nodeid"].split("::")[1]: t["outcome"] for t in report}
+    assert outcomes == {"test_unsupported_async_view": "failed", "test_later": "passed"}
