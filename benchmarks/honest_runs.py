@@ -14,7 +14,7 @@ Per chain, three real runs through the CLI, each with its integrity read from it
   final code of every step is gold, arrived at over two phases.
 
 Prints one row per run: steps, the integrity status, the flags by kind, and the Build and
-Build+Fix scores. Exits 1 if any honest run is flagged.
+Build+Fix counts (true positives, false negatives, false positives). Exits 1 if any honest run is flagged.
 """
 
 from __future__ import annotations
@@ -92,9 +92,8 @@ def row(chain_id: str, name: str, card: dict) -> str:
     integrity = card.get("integrity", {})
     kinds = Counter(flag["kind"] for flag in integrity.get("flags", []))
     flags = ", ".join(f"{kind} ×{n}" for kind, n in sorted(kinds.items())) or "-"
-    scores = "  ".join(
-        "/".join("-" if card[phase][key] is None else f"{card[phase][key]:.3f}" for key in ("resolving", "precision"))
-        for phase in ("build", "build_fix")
+    scores = ", ".join(
+        "/".join(str(card[phase][key]) for key in ("tp", "fn", "fp")) for phase in ("build", "build_fix")
     )
     return f"| {chain_id} | {card['step_range']} | {name} | {integrity.get('status')} | {flags} | {scores} | {card['seconds']:.0f} |"
 
@@ -106,7 +105,7 @@ def main() -> int:
     parser.add_argument("--agents", default="oracle,noop,split", help="comma-separated: oracle, noop, split")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="honest-runs-"))
-    print("| chain | steps | run | integrity | flags | Build res/prec, Build+Fix res/prec | s |")
+    print("| chain | steps | run | integrity | flags | TP/FN/FP: Build, Build+Fix | s |")
     print("|---|---|---|---|---|---|---|")
     flagged = 0
     for argument in args.chains:
