@@ -457,7 +457,8 @@ def chain_compare(
             f"no oracle for chain {loaded.id}: neither {dataset.dataset_path(loaded)} nor {path}; "
             f"run `swechain-ci chain build {loaded.id}{selection}` first"
         )
-    rows = compare(ours, reference, loaded.config.paper_id, loaded.config.reference_artifacts)
+    config = loaded.config
+    rows = compare(ours, reference, config.paper_id, config.reference_artifacts, config.reference_skips)
     table = [
         [
             r.index,
@@ -477,6 +478,12 @@ def chain_compare(
             tablefmt="github",
         )
     )
+    if len(rows) < len(ours.steps):
+        missing = sorted({s.index for s in ours.steps} - {r.index for r in rows})
+        typer.echo(
+            f"\n{len(rows)} of {len(ours.steps)} steps compared: the reference folder has no results for "
+            f"step{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}"
+        )
     if details:
         for r in rows:
             for d in r.differences:

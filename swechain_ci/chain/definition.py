@@ -254,6 +254,14 @@ class ReferenceArtifact(Strict):
     reason: str = Field(min_length=8, description="why that failure is the reference's, not the old code's")
 
 
+class ReferenceSkip(Strict):
+    """Tests the target's own suite skips here and not in the SWE-Chain reference, for a known
+    difference of environment (its Python, an optional dependency), for `chain compare`."""
+
+    tests: list[str] = Field(min_length=1, description="node ids or their prefixes (a module, a class)")
+    reason: str = Field(min_length=8, description="what differs and why ours is as it is")
+
+
 class ChainConfig(Strict):
     schema_version: Literal[1] = 1
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
@@ -285,6 +293,11 @@ class ChainConfig(Strict):
         default_factory=list,
         description="failure messages of the reference's old-gold runs that come from its harness, "
         "not from the old code (chain compare explains those differences)",
+    )
+    reference_skips: list[ReferenceSkip] = Field(
+        default_factory=list,
+        description="tests skipped here where the reference runs them, by a known difference of environment "
+        "(chain compare explains those differences)",
     )
     default_spec_level: str = Field(
         "L3",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from swechain_ci.chain.definition import ReferenceArtifact
+from swechain_ci.chain.definition import ReferenceArtifact, ReferenceSkip
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.outcomes import is_under
 from swechain_ci.models import ChainOracle, Status, StepOracle, Strict
@@ -31,6 +31,7 @@ EXPLAINED = {
     "collection error",
     "reference import hook",
     "reference artifact",
+    "environment",
 }
 
 # Frames of the reference's own import hook (its pytest plugin that tolerates a failed
@@ -99,13 +100,16 @@ def load_run(path: Path) -> ReferenceRun:
     )
 
 
-def reference_folder(reference: Path, paper_id: str | None, first_step: tuple[str, str]) -> Path:
-    """The chain's own folder of published results: ``reference`` itself, or its subfolder named by
-    the chain's paper id (``swe-chain-oracle/`` holds ``pyjwt_2.0.0_to_2.12.1/``)."""
+def reference_folder(
+    reference: Path, paper_id: str | None, first_step: tuple[str, str], targets: Sequence[str] = ()
+) -> Path:
+    """The chain's own folder of published results: ``reference`` itself (it has a folder for one
+    of the steps' ``targets``), or its subfolder named by the chain's paper id (``swe-chain-oracle/``
+    holds ``pyjwt_2.0.0_to_2.12.1/``)."""
     if not reference.is_dir():
         raise SwechainError(f"reference folder {reference} does not exist")
     prev, next_ = first_step
-    if (reference / next_).is_dir():
+    if any((reference / target).is_dir() for target in (next_, *targets)):
         return reference
     if paper_id and (reference / paper_id).is_dir():
         return reference / paper_id
@@ -120,6 +124,14 @@ def reference_folder(reference: Path, paper_id: str | None, first_step: tuple[st
 
 def load_results(path: Path) -> dict[str, str]:
     return load_run(path).statuses
+
+
+def has_results(reference: Path, prev: str, next_: str) -> bool:
+    """Whether the folder holds both of a step's published runs (a partial copy may hold some steps)."""
+    return all(
+        (reference / next_ / name).is_file()
+        for name in (f"v{next_}_test_results.json", f"v{prev}_cross_test_results.json")
+    )
 
 
 def reference_runs(reference: Path, prev: str, next_: str) -> tuple[ReferenceRun, ReferenceRun]:
@@ -142,16 +154,24 @@ def reference_related(reference: Path, prev: str, next_: str) -> set[str]:
 
 
 def only_theirs_cause(
-    test: str, step: StepOracle, their_old: ReferenceRun, artifacts: Sequence[ReferenceArtifact] = ()
+    test: str,
+    step: StepOracle,
+    their_old: ReferenceRun,
+    artifacts: Sequence[ReferenceArtifact] = (),
+    skips: Sequence[ReferenceSkip] = (),
 ) -> tuple[str, str]:
     """Why the reference counts a test that we do not: the first rule that matches (the chain's
-    own ``reference_artifacts`` after the harness-wide ones)."""
+    own ``reference_artifacts`` after the harness-wide ones; its ``reference_skips``)."""
     if test in step.needs_network:
         return "needs_network", f"excluded here: {step.excluded.get(test, 'needs_network')}"
     if test in step.flaky:
         return "flaky", "flaky here: its outcome changed between our new-gold runs"
     if test not in step.new_gold:
         return "collection error", "not collected in our new-gold run"
+    if step.new_gold[test] == Status.skipped:
+        for skip in skips:
+            if any(test == prefix or is_under(test, prefix) for prefix in skip.tests):
+                return "environment", f"skipped in our new-gold run: {skip.reason} (reference_skips in chain.yaml)"
     if step.new_gold[test] != Status.passed:
         return "new gold differs", f"{step.new_gold[test].value} in our new-gold run, passed in the reference's"
     ours = step.old_gold.get(test, Status.failed).value
@@ -206,13 +226,23 @@ def compare(
     reference: Path,
     paper_id: str | None = None,
     artifacts: Sequence[ReferenceArtifact] = (),
+    skips: Sequence[ReferenceSkip] = (),
 ) -> list[StepAgreement]:
     if not oracle.steps:
         return []
     first = oracle.steps[0]
-    reference = reference_folder(reference, paper_id, (first.prev_version, first.next_version))
+    targets = [s.next_version for s in oracle.steps]
+    reference = reference_folder(reference, paper_id, (first.prev_version, first.next_version), targets)
+    present = [s for s in oracle.steps if has_results(reference, s.prev_version, s.next_version)]
+    if not present:
+        step = first
+        raise SwechainError(
+            f"reference folder {reference} holds no step's results (for step {step.index}: "
+            f"{step.next_version}/v{step.next_version}_test_results.json and "
+            f"{step.next_version}/v{step.prev_version}_cross_test_results.json); give the reference's oracle folder"
+        )
     rows = []
-    for step in oracle.steps:
+    for step in present:
         their_new, their_old = reference_runs(reference, step.prev_version, step.next_version)
         theirs = related_in(their_new, their_old)
         ours = set(step.upgrade_related)
@@ -228,7 +258,7 @@ def compare(
             Difference(
                 test=t,
                 side="only theirs",
-                **dict(zip(("cause", "why"), only_theirs_cause(t, step, their_old, artifacts), strict=True)),
+                **dict(zip(("cause", "why"), only_theirs_cause(t, step, their_old, artifacts, skips), strict=True)),
             )
             for t in sorted(theirs - ours)
         ]

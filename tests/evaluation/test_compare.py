@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from swechain_ci.chain.definition import ReferenceArtifact
+from swechain_ci.chain.definition import ReferenceArtifact, ReferenceSkip
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.compare import compare
 from swechain_ci.models import ChainOracle, Status, StepOracle
@@ -241,3 +241,55 @@ def test_a_chain_declared_reference_artifact_explains_a_truncated_message(tmp_pa
     assert row.differences[0].why == "the hook's doing (reference_artifacts in chain.yaml); here the old code passed"
     [row] = compare(oracle, tmp_path / "ref")
     assert row.verdict == "differs: 1 of 1 unexplained"
+
+
+def test_a_chain_declared_skip_explains_a_test_only_the_reference_runs(tmp_path):
+    """attrs' test_abc.py is skipped below Python 3.10 (ours 3.9, the reference's 3.10)."""
+    test = "tests/test_abc.py::TestUpdateAbstractMethods::test_abc_implementation[False]"
+    other = "tests/test_other.py::test_skipped_too"
+    step = StepOracle(
+        index=3,
+        prev_version="1.0",
+        next_version="1.1",
+        new_gold={test: Status.skipped, other: Status.skipped},
+        old_gold={test: Status.skipped, other: Status.skipped},
+        upgrade_related=[],
+    )
+    oracle = ChainOracle(
+        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
+    )
+    reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {test: "passed", other: "passed"})
+    reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {test: "failed", other: "failed"})
+    skip = ReferenceSkip(tests=["tests/test_abc.py::TestUpdateAbstractMethods"], reason="3.10+ only; ours is 3.9")
+    [row] = compare(oracle, tmp_path / "ref", skips=[skip])
+    causes = {d.test: (d.cause, d.why) for d in row.differences}
+    assert causes[test] == (
+        "environment",
+        "skipped in our new-gold run: 3.10+ only; ours is 3.9 (reference_skips in chain.yaml)",
+    )
+    assert causes[other][0] == "new gold differs", "a skip the chain does not declare stays unexplained"
+    assert row.verdict == "differs: 1 of 2 unexplained"
+
+
+def test_a_partial_copy_of_the_reference_compares_the_steps_it_holds(tmp_path):
+    steps = [
+        StepOracle(
+            index=i,
+            prev_version=a,
+            next_version=b,
+            new_gold={"t::a": P},
+            old_gold={"t::a": F},
+            upgrade_related=["t::a"],
+        )
+        for i, (a, b) in enumerate([("1.0", "1.1"), ("1.1", "1.2")], start=1)
+    ]
+    oracle = ChainOracle(
+        chain="demo", inputs_hash="x", versions=["1.0", "1.1", "1.2"], environments={}, steps=steps, sanity=[]
+    )
+    reference_run(tmp_path / "ref" / "1.2", "v1.2_test_results.json", {"t::a": "passed"})
+    reference_run(tmp_path / "ref" / "1.2", "v1.1_cross_test_results.json", {"t::a": "failed"})
+    assert [(r.index, r.verdict) for r in compare(oracle, tmp_path / "ref")] == [(2, "agree")]
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "1.2").mkdir()
+    with pytest.raises(SwechainError, match="holds no step's results"):
+        compare(oracle, tmp_path / "empty")
