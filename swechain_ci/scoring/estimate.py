@@ -4,7 +4,8 @@
 the evaluations in earlier runs' step records, and per agent and chain the wall time and dollars of
 each agent phase and how often a Fix was granted. ``estimate(...)`` is pure: per (agent, chain,
 steps) it adds the evaluations (prev and Build per step, and the Fix's where one is granted), the
-agent phases and, for versions whose gold runs are not kept yet, the gold runs; where nothing is
+agent phases and, for versions whose gold runs are not kept yet, the gold runs (each suite run with
+its container's overhead, and as many per step as the agent's recorded steps took); where nothing is
 recorded it falls back to the manifest's limits (an upper bound, and said so), and where not even
 that exists it says the figure is unknown rather than guessing.
 """
@@ -24,14 +25,23 @@ from swechain_ci.records import RUN_FILE, RunFolder, read_model
 
 GOLD_RUNS_PER_VERSION = 3  # baseline runs on new gold, and old gold under the next version's tests
 DEFAULT_FIX_RATE = 1.0  # with no history, every step is assumed to earn its Fix (an upper bound)
+# An evaluation's time beyond its suite (a container started, the code copied in, /out read back):
+# toy's 0.3 s suites took 1.3 s each end to end here (benchmarks/plan_accuracy.py).
+EVALUATION_OVERHEAD_S = 1.0
 
 
 @dataclass
 class Recorded:
-    suite_s: dict[str, list[float]] = field(default_factory=dict)  # chain -> one suite run's seconds
+    suite_s: dict[str, list[float]] = field(default_factory=dict)  # chain -> one gold suite run's seconds
+    # chain -> one candidate's suite run's seconds (earlier runs): what a dispatch's runs take, where
+    # gold runs also hold the oracle's tripwire verifications (the whole pool planted)
+    run_suite_s: dict[str, list[float]] = field(default_factory=dict)
     agent_s: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (agent, chain) -> per phase
     cost_usd: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (agent, chain) -> per step
     fixes: dict[tuple[str, str], list[bool]] = field(default_factory=dict)  # (agent, chain) -> Fix granted
+    # (agent, chain) -> per step, the suite runs it took: a run of code already run is reused (a noop's
+    # Build and Fix ship prev's code), so not every step takes prev, Build and Fix
+    evaluations: dict[tuple[str, str], list[int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -68,14 +78,20 @@ def estimate(request: Request, recorded: Recorded) -> Estimate:
         else "no recorded steps: a Fix assumed at every step"
     )
     phases = request.steps * (1 + fix_rate)
-    suite = _mean(recorded.suite_s.get(request.chain, []))
+    timings = recorded.run_suite_s.get(request.chain) or recorded.suite_s.get(request.chain, [])
+    suite = _mean(timings)
     runner: float | None = None
     if suite is None:
         basis.append(f"no suite time recorded for {request.chain}: build one step first (chain build --steps 1)")
     else:
-        basis.append(f"suite {suite:.0f} s (mean of {len(recorded.suite_s[request.chain])} recorded runs)")
-        evaluations = request.steps * (2 + fix_rate) + GOLD_RUNS_PER_VERSION * request.versions_unbuilt
-        runner = suite * evaluations
+        kind = "earlier runs'" if request.chain in recorded.run_suite_s else "gold"
+        basis.append(f"suite {suite:.0f} s (mean of {len(timings)} recorded {kind} suite runs)")
+        taken = recorded.evaluations.get(key, [])
+        per_step = math.fsum(taken) / len(taken) if taken else 2 + fix_rate
+        if taken:
+            basis.append(f"{per_step:.1f} suite runs per step (mean of {len(taken)} recorded steps)")
+        evaluations = request.steps * per_step + GOLD_RUNS_PER_VERSION * request.versions_unbuilt
+        runner = (suite + EVALUATION_OVERHEAD_S) * evaluations
     agent_s = _mean(recorded.agent_s.get(key, []))
     if agent_s is None and not request.priced:
         agent_s = 0.0
@@ -119,6 +135,15 @@ def _seconds(run: TestRun) -> float | None:
     return run.duration_s if run.duration_s > 0 and not run.timed_out else None
 
 
+def suite_runs(step: StepRecord) -> int:
+    """The suite runs a recorded step took: prev (none at a range's first step), the Build unless it
+    shipped prev's code unchanged, the Fix unless it shipped the Build's."""
+    prev = step.prev_run is not None
+    build = not (prev and step.build.diff.files == 0)
+    fix = step.fix is not None and step.fix.code_sha256 != step.build.code_sha256
+    return prev + build + fix
+
+
 def _read(path: Path, model):  # a record of an older format only informs an estimate: skipped
     try:
         return read_model(path, model)
@@ -147,12 +172,13 @@ def recorded(gold_runs: Path, run_folders: Iterable[Path]) -> Recorded:
                 if step is None:
                     continue
                 found.fixes.setdefault(key, []).append(step.fix is not None)
+                found.evaluations.setdefault(key, []).append(suite_runs(step))
                 costs = []
                 for phase in (step.build, step.fix):
                     if phase is None:
                         continue
                     if (seconds := _seconds(phase.run)) is not None:
-                        found.suite_s.setdefault(identity.chain, []).append(seconds)
+                        found.run_suite_s.setdefault(identity.chain, []).append(seconds)
                     found.agent_s.setdefault(key, []).append(phase.agent.wall_s)
                     if phase.agent.cost_usd is not None:
                         costs.append(phase.agent.cost_usd)
