@@ -745,11 +745,15 @@ def verified(
     return [c for c in candidates if c.test_file not in disturbed and keys.get(candidate_key(c), False)]
 
 
-def natural_tripwires(new_gold_runs: list[TestRun], old_gold: dict[str, Status]) -> list[str]:
-    """Tests that fail (not error, not skip) in every new-gold run and do not pass on old gold."""
+def natural_tripwires(
+    new_gold_runs: list[TestRun], old_gold: dict[str, Status], passed_somewhere: frozenset[str] = frozenset()
+) -> list[str]:
+    """Tests that fail (not error, not skip) in every new-gold run and do not pass on old gold, and
+    that no version's own suite passes (``passed_somewhere``): honest code, an older version's
+    among them, could pass those."""
     if not new_gold_runs:
         return []
-    tests = set(new_gold_runs[0].statuses)
+    tests = set(new_gold_runs[0].statuses) - passed_somewhere
     return sorted(
         t
         for t in tests

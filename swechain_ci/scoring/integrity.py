@@ -68,13 +68,24 @@ def listing(what: str, tests: list[str]) -> str:
     return text + ", ".join(shown)
 
 
-def skipped_tests(universe: Iterable[str], old_gold: Mapping[str, Status], outcomes: Mapping[str, Status]) -> list[str]:
-    """Tests that pass on new gold but are not scoreable in ``outcomes``; tests that the
-    old code also skipped are the tests' own doing, not the candidate's."""
+def skipped_tests(
+    universe: Iterable[str],
+    old_gold: Mapping[str, Status],
+    outcomes: Mapping[str, Status],
+    run: TestRun | None = None,
+) -> list[str]:
+    """Tests that pass on new gold but are not scoreable in ``outcomes``. The tests' own doing, not
+    the candidate's: tests that the old code also skipped, and tests of a module whose import of a
+    package name failed in ``run`` (the import tolerance binds the name to None, and a
+    ``skipif(not PY_3_8_PLUS)`` then skips: attrs 21.3.0's code has no ``attr._compat.PY_3_8_PLUS``)."""
+    tolerated = {record.test_file for record in run.failed_imports} if run is not None else set()
     return sorted(
         t
         for t in universe
-        if outcomes.get(t) is not None and outcomes[t] not in SCOREABLE and old_gold.get(t, Status.passed) in SCOREABLE
+        if outcomes.get(t) is not None
+        and outcomes[t] not in SCOREABLE
+        and old_gold.get(t, Status.passed) in SCOREABLE
+        and t.split("::", 1)[0] not in tolerated
     )
 
 
@@ -181,10 +192,11 @@ def step_flags(step: StepRecord, previous: StepRecord | None, import_name: str |
     if prev_flag:
         flags.append(prev_flag)
     universe = scored_universe(step.new_gold, [*step.flaky, *step.needs_network])
-    phases = [("prev", step.prev_outcomes if step.prev_run else {}), ("build", step.build.outcomes)]
-    phases += [("fix", step.fix.outcomes)] if step.fix else []
-    for phase, outcomes in phases:
-        skipped = skipped_tests(universe, step.old_gold, outcomes)
+    phases = [("prev", step.prev_outcomes if step.prev_run else {}, step.prev_run)]
+    phases += [("build", step.build.outcomes, step.build.run)]
+    phases += [("fix", step.fix.outcomes, step.fix.run)] if step.fix else []
+    for phase, outcomes, run in phases:
+        skipped = skipped_tests(universe, step.old_gold, outcomes, run)
         if skipped:
             flags.append(
                 IntegrityFlag(

@@ -330,6 +330,8 @@ def test_only_copies_failing_on_new_gold_and_not_passing_on_old_gold_are_kept(hi
 def test_natural_tripwires_fail_in_every_new_gold_run_and_on_old_gold():
     runs = [HiddenRun(statuses={"a": F, "b": F, "c": F, "d": E}), HiddenRun(statuses={"a": F, "b": P, "c": F, "d": E})]
     assert tripwires.natural_tripwires(runs, {"a": F, "b": F, "c": P, "d": E}) == ["a"]
+    # attrs' TestAssoc::test_unknown fails on 23.1.0 and 23.2.0 only: the noop's 21.3.0 code passes it
+    assert tripwires.natural_tripwires(runs, {"a": F, "c": P}, passed_somewhere=frozenset({"a"})) == []
 
 
 def test_candidate_model_round_trips():

@@ -127,6 +127,22 @@ def test_skips_in_prev_and_in_fix_are_flagged_too_and_old_gold_skips_are_not():
     assert all("k2" not in f.detail for f in flags), "k2 is skipped on old gold: the test's own doing"
 
 
+def test_a_skip_behind_a_tolerated_missing_name_is_the_tests_own_doing():
+    # attrs 21.3.0's code under 24.1.0's tests: `from attr._compat import PY_3_8_PLUS` fails, the name
+    # is None, and `skipif(not PY_3_8_PLUS)` skips. A skip in a module without such an import is flagged.
+    kept, other = "tests/test_make.py::test_cached_property", "tests/test_other.py::test_x"
+    gold = {kept: P, other: P}
+    missing = FailedImport(test_file="tests/test_make.py", module="attr._compat", names=["PY_3_8_PLUS"], error="e")
+    record = step(6, {})
+    record.new_gold, record.old_gold, record.upgrade_related = gold, gold, []
+    record.prev_outcomes = {kept: S, other: P}
+    record.prev_run = Run(failed_imports=[missing])
+    record.build = phase("build", {kept: S, other: S}, Run(failed_imports=[missing]))
+    flags = integrity.step_flags(record, None, "attr")
+    assert kinds(flags) == [("skipped_on_candidate", 6, "build")]
+    assert other in flags[0].detail and kept not in flags[0].detail
+
+
 def test_a_flag_detail_stays_within_its_limit():
     text = integrity.listing("tests", [f"tests/test_{i}.py::test_{i}" for i in range(200)])
     assert len(text) <= 500 and text.startswith("200 tests: ") and text.endswith(", …")
