@@ -693,8 +693,9 @@ def flag_run(
 ) -> TestRun:
     """The run with the scan's flags added to the harness's, each stamped with its step and phase.
 
-    A construct is the package's own if any of ``golds`` has it: the step's start and the run's
-    first version, so code an agent kept from where it started (a noop's, at every step) is never
+    A construct is the package's own if any of ``golds`` has it: the step's start, its target and
+    the run's first version, so code an agent kept from where it started (a noop's, at every step)
+    or wrote as the release itself did (Jinja2 2.10's lexer pops ``sys.modules`` entries) is never
     taken for its own doing."""
     found = [scan_change(gold, candidate, test_folder, source_root) for gold in dict.fromkeys(golds)]
     scanned = [flag for flag in found[0] if all(flag in other for other in found[1:])] if found else []

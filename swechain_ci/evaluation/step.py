@@ -73,7 +73,8 @@ class StepEvaluation:
             progress.say(f"{self.label} {name}: hidden tests of {self.step.next_version}")
             self.runs[code_sha256] = self.tests(code)
         config = self.chain.config
-        golds = [sources.materialize(self.chain, v).code for v in (self.step.prev_version, self.chain.versions[0])]
+        versions = (self.step.prev_version, self.step.next_version, self.chain.versions[0])
+        golds = [sources.materialize(self.chain, v).code for v in versions]
         run = flag_run(
             self.runs[code_sha256], golds, code, config.test_folder, self.step.index, name, config.source_root
         )

@@ -114,16 +114,16 @@ def test_a_smoke_runs_builds_are_named_apart_and_never_reused_by_trusted_runs(ba
     recipe = tmp_path / "probe.Dockerfile"
     recipe.write_text(f"ARG BASE\nFROM ${{BASE}}\nLABEL probe={time.time_ns()}\n")
     monkeypatch.setenv("SWECHAIN_NO_SECRETS", "1")
-    smoke = images.build_cached(sandbox, chain, "probe", {}, {"BASE": image}, recipe_path=recipe)
+    smoke = images.build_cached(sandbox, chain, "probe", {}, {"BASE": image}, recipe_path=recipe).id
     tags = sandbox.client.images.get(smoke).tags
     try:
         assert tags and all(t.startswith("swechain-smoke/toy-probe:") for t in tags), tags
         monkeypatch.delenv("SWECHAIN_NO_SECRETS")
-        trusted = images.build_cached(sandbox, chain, "probe", {}, {"BASE": image}, recipe_path=recipe)
+        trusted = images.build_cached(sandbox, chain, "probe", {}, {"BASE": image}, recipe_path=recipe).id
         trusted_tags = sandbox.client.images.get(trusted).tags
         assert any(t.startswith("swechain-ci/toy-probe:") for t in trusted_tags), "built again under its own name"
         monkeypatch.setenv("SWECHAIN_NO_SECRETS", "1")
-        assert images.build_cached(sandbox, chain, "probe", {}, {"BASE": image}, recipe_path=recipe) == trusted, (
+        assert images.build_cached(sandbox, chain, "probe", {}, {"BASE": image}, recipe_path=recipe).id == trusted, (
             "a smoke run may reuse what trusted runs built"
         )
     finally:

@@ -224,6 +224,24 @@ def test_flags_are_stamped_with_step_and_phase(tmp_path):
     ]
 
 
+def test_a_construct_the_target_release_has_is_no_finding(tmp_path):
+    # Jinja2 2.10's lexer pops sys.modules entries, which 2.9's did not: the oracle (and an agent that
+    # writes what the release wrote) is held against the step's target too.
+    pop = "import sys\nsys.modules.pop('pkg._old', None)\n"
+    start = write(tmp_path / "start", {"src/pkg/lexer.py": "x = 1\n"})
+    target = write(tmp_path / "target", {"src/pkg/lexer.py": pop})
+    candidate = write(tmp_path / "cand", {"src/pkg/lexer.py": pop})
+    other = write(
+        tmp_path / "other", {"src/pkg/lexer.py": pop, "src/pkg/new.py": "import sys\nsys.modules['pkg'] = None\n"}
+    )
+    assert change_scan.flag_run(Run(), [start, target, start], candidate, "tests", 7, "build").integrity_flags == []
+    flagged = change_scan.flag_run(Run(), [start, start], candidate, "tests", 7, "build").integrity_flags
+    assert [f.kind for f in flagged] == ["writes_sys_modules"]
+    # a write the release does not make is still the candidate's
+    kept = change_scan.flag_run(Run(), [start, target, start], other, "tests", 7, "build").integrity_flags
+    assert [(f.kind, f.location) for f in kept] == [("writes_sys_modules", "src/pkg/new.py:2")]
+
+
 def test_the_gold_changes_of_the_toy_chain_raise_no_flag():
     """The oracle's change at every step is honest code: the scan must leave it alone.
     (Every built chain: benchmarks/scan_gold_changes.py, counts in the README.)"""

@@ -121,11 +121,17 @@ def check_pages(page, url: str, board, chains: list[str], shots: str, trajectory
     page.click("#table-0 table.sortable thead th:nth-child(2)")
     names = page.eval(f"[...{first_table}.tBodies[0].rows].map(r => r.cells[1].textContent.trim())")
     assert names == sorted(names)
-    page.eval(
-        "(() => { const f = document.querySelector('#table-0 .table-filter'); f.value = 'noop';"
-        " f.dispatchEvent(new Event('input')); })()"
+    # each cohort (agents run on the same chains at the same levels) is a table with its own filter:
+    # the noop's (a baseline runs at a chain's default level, or at `none` where a step lacks it)
+    with_noop = (
+        "[...document.querySelectorAll('#table-0 table.sortable')]"
+        ".find(t => [...t.querySelectorAll('tbody tr .agent')].some(e => e.textContent === 'noop'))"
     )
-    visible = page.eval(f"[...{first_table}.tBodies[0].rows].filter(r => !r.hidden).length")
+    page.eval(
+        f"(() => {{ const t = {with_noop}; const f = t.closest('.table-frame').previousElementSibling;"
+        " f.value = 'noop'; f.dispatchEvent(new Event('input')); })()"
+    )
+    visible = page.eval(f"[...{with_noop}.tBodies[0].rows].filter(r => !r.hidden).length")
     assert visible == 1
     page.goto(url + "index.html")
     page.screenshot(artifacts() / f"{shots}-leaderboard.png")
