@@ -104,7 +104,9 @@ def act_copy(work: Path) -> Path:
 
 def act_build(copy: Path, home: Path, shared: Path, chain: str, steps: str, jobs: int) -> tuple[float, str]:
     """chain-build.yml dispatched under act with at most ``jobs`` jobs at a time: its wall time and output."""
-    sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "github")]
+    for folder in (REPO / "tests" / "github", REPO / "tests"):  # once, however many builds
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
     from github_server import FakeGitHub  # the tests' GitHub stand-in: act's checkout asks for a token
     from test_workflows_act import TOKEN, act
 
