@@ -243,6 +243,12 @@ class Environment(Strict):
         description="give the code under test the target version's distribution metadata (its sdist's "
         "PKG-INFO), for packages that read their own version or metadata through importlib.metadata",
     )
+    resolution: Literal["highest", "lowest"] = Field(
+        "highest",
+        description="'lowest': the package's own runtime requirements, and theirs, at the lowest releases "
+        "they allow (the SWE-Chain reference's `uv pip install -e . --resolution lowest`); a test requirement "
+        "that excludes such a release moves it up, as the reference's second install does",
+    )
 
 
 class ReferenceArtifact(Strict):

@@ -24,6 +24,7 @@ from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from swechain_ci import progress
 from swechain_ci.chain import sources
@@ -241,6 +242,13 @@ def requirements(chain: Chain, version: str) -> list[str]:
             )
         if line not in result:
             result.append(line)
+    if env.resolution == "lowest":
+        runtime = []  # the package's own requirements, as the lines above changed them
+        for line in map(pip_requirement_line, base):
+            name = canonicalize_name(Requirement(line).name)
+            if name != own and name not in dropped:
+                runtime.append(overrides.get(name, line))
+        result = with_lowest_releases(result, runtime, chain.config.python)
     return result
 
 
@@ -393,6 +401,107 @@ def resolve(reqs: list[str], python: str, find_links: list[Path] | None = None) 
         json.dumps({"requirements": reqs, "python": python, "platforms": platforms, "pins": pins}, indent=2)
     )
     return pins
+
+
+# A release with no wheel for the image is passed over; past this many the requirement is named.
+LOWEST_CANDIDATES = 25
+
+
+def released_versions(name: str, python: str) -> list[Version]:
+    """The final releases of ``name`` that the index lists for ``python`` (pip's own listing), oldest first."""
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "index", "versions", name, "--python-version", python],
+        capture_output=True,
+        text=True,
+    )
+    listed = next((line for line in result.stdout.splitlines() if line.startswith("Available versions:")), None)
+    if result.returncode != 0 or listed is None:
+        tail = " ".join(result.stderr.strip().splitlines()[-2:])
+        raise SwechainError(f"cannot list the releases of {name} for Python {python}: {tail or 'none listed'}")
+    return sorted(Version(v.strip()) for v in listed.partition(":")[2].split(","))
+
+
+def lowest_release(name: str, specifier: SpecifierSet, python: str) -> tuple[str, list[str]]:
+    """The lowest release of ``name`` that ``specifier`` allows and has a wheel for the image, and what it requires."""
+    candidates = list(specifier.filter(released_versions(name, python)))
+    for version in candidates[:LOWEST_CANDIDATES]:
+        try:
+            (install,) = pip_dry_run([f"{name}=={version}", "--no-deps"], python, [])
+        except SwechainError:
+            continue  # no wheel of this release for the image's Python and platform
+        return str(version), list(install["metadata"].get("requires_dist", []))
+    raise SwechainError(
+        f"no release of {name}{specifier} among the lowest {LOWEST_CANDIDATES} has a wheel for Python {python}; "
+        "name one under 'environment.override' in chain.yaml, or drop 'resolution: lowest'"
+    )
+
+
+# In every Python image the reference starts from, and uv keeps an installed release that satisfies a
+# requirement: a requirement on them never takes their lowest release (wheel 0.9 would need distribute).
+PREINSTALLED = frozenset({"pip", "setuptools", "wheel"})
+
+
+def lowest_releases(lines: list[str], python: str, moved_up: frozenset[str] = frozenset()) -> dict[str, str]:
+    """What the reference's ``uv pip install --resolution lowest`` takes for ``lines``: each requirement,
+    and each of theirs, at the lowest release every requirement seen on it allows; names in
+    ``moved_up`` (and the preinstalled) are left to the resolver. Cached for good."""
+    markers = interpreter(python).marker_environment
+    key = hashlib.sha256(json.dumps(["lowest", lines, python, markers, sorted(moved_up)]).encode()).hexdigest()[:20]
+    record = state_home() / "resolutions" / f"lowest-{key}.json"
+    if record.is_file():
+        return dict(json.loads(record.read_text())["releases"])
+    progress.say(f"resolving {len(lines)} runtime requirements to their lowest releases for Python {python}")
+    allowed: dict[str, SpecifierSet] = {}
+    extras_of: dict[str, set[str]] = {}
+    chosen: dict[str, str] = {}
+    pending = [(line, "") for line in lines]
+    while pending:  # finite: a release is chosen again only when a narrower specifier excludes it
+        line, for_extra = pending.pop(0)
+        requirement = Requirement(pip_requirement_line(line))
+        if requirement.marker and not requirement.marker.evaluate({**markers, "extra": for_extra}):
+            continue
+        name = canonicalize_name(requirement.name)
+        if name in moved_up or name in PREINSTALLED:
+            continue
+        allowed[name] = allowed.get(name, SpecifierSet()) & requirement.specifier
+        new_extras = set(requirement.extras) - extras_of.get(name, set())
+        extras_of[name] = extras_of.get(name, set()) | new_extras
+        if name in chosen and allowed[name].contains(chosen[name], prereleases=True) and not new_extras:
+            continue
+        chosen[name], requires = lowest_release(name, allowed[name], python)
+        pending += [(r, extra) for r in requires for extra in ("", *sorted(extras_of[name]))]
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(
+        json.dumps(
+            {"requirements": lines, "python": python, "moved_up": sorted(moved_up), "releases": chosen}, indent=2
+        )
+    )
+    return chosen
+
+
+def with_lowest_releases(result: list[str], runtime: list[str], python: str) -> list[str]:
+    """``result`` with a pin for each lowest release of ``runtime`` (and of theirs) that every line of
+    ``result`` naming it allows. A release some line excludes is moved up, as the reference's second
+    install does, and what it required is no longer taken at its lowest."""
+    markers = interpreter(python).marker_environment
+    named: dict[str, list[Requirement]] = {}
+    for line in result:
+        requirement = Requirement(line)
+        if requirement.marker is None or requirement.marker.evaluate({**markers, "extra": ""}):
+            named.setdefault(canonicalize_name(requirement.name), []).append(requirement)
+    moved_up: frozenset[str] = frozenset()
+    while True:  # finite: each round moves at least one more name up
+        releases = lowest_releases(runtime, python, moved_up)
+        excluded = {
+            name
+            for name, release in releases.items()
+            if not all(r.specifier.contains(release, prereleases=True) for r in named.get(name, []))
+        }
+        if not excluded:
+            break
+        moved_up |= excluded
+    pins = [f"{name}=={release}" for name, release in releases.items()]
+    return result + [pin for pin in pins if pin not in result]
 
 
 def pins(chain: Chain, version: str) -> list[str]:

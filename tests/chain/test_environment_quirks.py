@@ -361,3 +361,46 @@ def test_an_extra_that_names_the_package_own_extras_brings_what_they_hold():
     ]
     markers["python_version"] = "3.7"
     assert "pytest-mypy-plugins" not in with_own_extras(extras["tests"], extras, "attrs", markers)
+
+
+def test_lowest_resolution_takes_each_requirement_and_theirs_at_the_lowest_release_with_a_wheel():
+    """``resolution: lowest`` is the reference's ``uv pip install -e . --resolution lowest``: Jinja2's
+    MarkupSafe follows it down too, to the lowest release with a wheel for the image's Python
+    (MarkupSafe 2.0.0 has none for 3.11). Real index, cached in the state home."""
+    wanted = ["Werkzeug>=2.0", "Jinja2>=3.0"]
+    assert environments.lowest_releases(wanted, "3.9") == {
+        "werkzeug": "2.0.0",
+        "jinja2": "3.0.0",
+        "markupsafe": "2.0.0",
+    }
+    assert environments.lowest_releases(wanted, "3.11")["markupsafe"] == "2.1.2"
+
+
+def test_a_test_requirement_that_excludes_a_lowest_release_moves_it_up_and_what_it_required():
+    """The reference's second install upgrades what a test requirement excludes, to the newest: no pin
+    for it, and its own requirements (importlib-metadata 3.6.0's zipp 0.5.0) are no longer lowest.
+    What the test requirements allow stays at its lowest (blinker 1.6.2 under a bare 'blinker')."""
+    runtime = ["blinker>=1.6.2", "importlib-metadata>=3.6.0"]
+    lines = [*runtime, "blinker", "importlib-metadata>=4.6"]
+    result = environments.with_lowest_releases(lines, runtime, "3.9")
+    assert result == [*lines, "blinker==1.6.2"]
+
+
+def test_flask_runs_each_release_on_the_werkzeug_it_declares_at_its_lowest():
+    """Flask declares only Werkzeug's floor; the reference installs that floor, which is the Werkzeug
+    of each release's series (chains/flask/chain.yaml, resolution: lowest)."""
+    from swechain_ci.chain.definition import load_chain
+
+    chain = load_chain("flask")
+    expected = {
+        "2.0.0": "2.0.0",
+        "2.1.0": "2.0.0",
+        "2.2.0": "2.2.0",
+        "2.2.2": "2.2.2",
+        "2.3.2": "2.3.3",
+        "2.3.3": "2.3.7",
+    }
+    for version, werkzeug in expected.items():
+        pins = set(environments.pins(chain, version))
+        assert f"werkzeug=={werkzeug}" in pins, (version, sorted(p for p in pins if p.startswith("werkzeug")))
+        assert "pytest==6.2.4" in pins
