@@ -404,3 +404,18 @@ def test_flask_runs_each_release_on_the_werkzeug_it_declares_at_its_lowest():
         pins = set(environments.pins(chain, version))
         assert f"werkzeug=={werkzeug}" in pins, (version, sorted(p for p in pins if p.startswith("werkzeug")))
         assert "pytest==6.2.4" in pins
+
+
+@pytest.mark.parametrize("chain_id", ["xarray-2022", "xarray-2025"])
+def test_the_xarray_chains_install_the_back_ends_the_reference_installs(chain_id):
+    """Without them ~6,000 (2022) and ~8,500 (2025) of xarray's tests skip: not the paper's suite.
+    The reference's images (dockerfiles/xarray-22.Dockerfile, xarray-26.Dockerfile) install these;
+    the first and last version of each chain resolve with them (real index, cached)."""
+    from swechain_ci.chain.definition import load_chain
+
+    chain = load_chain(chain_id)
+    back_ends = {"dask", "netcdf4", "zarr", "bottleneck", "matplotlib", "numbagg", "pint", "sparse", "flox"}
+    for version in (chain.versions[0], chain.versions[-1]):
+        names = {pin.split("==")[0] for pin in environments.pins(chain, version)}
+        assert back_ends <= names, (version, sorted(back_ends - names))
+    assert chain.config.pytest.env["DASK_NUM_WORKERS"] == "1"
