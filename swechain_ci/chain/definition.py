@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -73,6 +74,9 @@ class RenamedSection(Strict):
 
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+HOST_NAME = re.compile(
+    r"(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?"
+)
 # What the harness fixes for every run (evaluation/harness/run_hidden_tests.py), and what would let a
 # chain change how Python or the dynamic loader start.
 HARNESS_ENV = frozenset({"PATH", "HOME", "TMPDIR", "LANG"})
@@ -93,6 +97,26 @@ class PytestQuirks(Strict):
         description="environment variables the tests run with, as the package's own CI sets them "
         "(urllib3: CI=1 gives its socket tests the time-outs they use on CI); the harness's own stay fixed",
     )
+
+    hosts: dict[str, str] = Field(
+        default_factory=dict,
+        description="host names the tests' container resolves, to loopback addresses only (the test "
+        "container's /etc/hosts): urllib3's tests need 'localhost.' as the reference's image maps it",
+    )
+
+    @field_validator("hosts")
+    @classmethod
+    def _loopback_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, address in value.items():
+            if not HOST_NAME.fullmatch(name):
+                raise ValueError(f"'{name}' is not a host name (letters, digits, '-' and '.')")
+            try:
+                loopback = ipaddress.ip_address(address).is_loopback
+            except ValueError:
+                loopback = False
+            if not loopback:
+                raise ValueError(f"'{name}' maps to '{address}': a test container's names resolve to loopback only")
+        return value
 
     @field_validator("env")
     @classmethod

@@ -122,8 +122,10 @@ class Sandbox(Protocol):
         network: str = "none",
         user: str = str(RUNNER_UID),
         capabilities: list[str] | None = None,
+        hosts: dict[str, str] | None = None,
     ) -> ContainerResult:
-        """A fresh container: archives in, run, killed at the time limit, ``collect`` out, removed."""
+        """A fresh container: archives in, run, killed at the time limit, ``collect`` out, removed.
+        ``hosts``: extra names its /etc/hosts maps (the chain's loopback-only ``pytest.hosts``)."""
         ...
 
     def start_agent_container(

@@ -239,9 +239,11 @@ class DockerSandbox:
         network: str = "none",
         user: str = str(RUNNER_UID),
         capabilities: list[str] | None = None,
+        hosts: dict[str, str] | None = None,
     ) -> ContainerResult:
         """A fresh container: copy archives in, run, kill at the time limit, copy ``collect`` out.
-        ``network`` is ``none`` but for the operator's opt-in network probe of gold code."""
+        ``network`` is ``none`` but for the operator's opt-in network probe of gold code; ``hosts``
+        are extra /etc/hosts names (loopback only, validated with the chain)."""
         container = self.client.containers.create(
             image,
             command,
@@ -250,6 +252,7 @@ class DockerSandbox:
             labels={LABEL: "eval", **labels},
             tmpfs={"/tmp": "rw,nosuid,nodev,size=1g,mode=1777"},
             cap_add=capabilities or None,
+            extra_hosts=hosts or None,
             **{**hardening(limits), "network_mode": network},
         )
         try:

@@ -88,6 +88,7 @@ def evaluate(
         network=network,
         user="0",
         capabilities=SUPERVISOR_CAPABILITIES,
+        hosts=config.pytest.hosts,
     )
     if result.output_error:
         run = TestRun(

@@ -297,10 +297,10 @@ URLLIB3_PINS = {
     # version: pins its environment must hold (the overrides' released versions, the test set's own pins)
     "2.0.7": {"pytest==7.4.0", "tornado==6.2", "trustme==0.9.0"},
     "2.1.0": {"pytest==7.4.2", "tornado==6.3.3", "trustme==1.1.0"},
-    "2.2.0": {"hypercorn==0.15.0", "quart==0.19.4", "trio==0.23.1", "trustme==1.1.0"},
-    "2.2.1": {"hypercorn==0.15.0", "quart==0.19.4", "trio==0.23.1", "trustme==1.1.0"},
-    "2.2.2": {"hypercorn==0.15.0", "quart==0.19.4", "trio==0.25.0", "trustme==1.2.0"},
-    "2.2.3": {"hypercorn==0.15.0", "quart==0.19.4", "trio==0.26.2", "trustme==1.2.0"},
+    "2.2.0": {"hypercorn==0.15.0", "quart==0.20.0", "trio==0.23.1", "trustme==1.1.0"},
+    "2.2.1": {"hypercorn==0.15.0", "quart==0.20.0", "trio==0.23.1", "trustme==1.1.0"},
+    "2.2.2": {"hypercorn==0.15.0", "quart==0.20.0", "trio==0.25.0", "trustme==1.2.0"},
+    "2.2.3": {"hypercorn==0.15.0", "quart==0.20.0", "trio==0.26.2", "trustme==1.2.0"},
     "2.3.0": {"hypercorn==0.15.0", "quart==0.20.0", "trio==0.26.2", "trustme==1.2.0"},
     # From 2.4.0, the group 'dev' at the releases each version's uv.lock records.
     **{v: {"hypercorn==0.15.0", "pytest==8.3.4", "trio==0.27.0", "cryptography==44.0.2"} for v in ("2.4.0", "2.5.0")},
@@ -314,8 +314,8 @@ URLLIB3_PINS = {
 @pytest.mark.slow
 def test_every_urllib3_version_resolves():
     """urllib3's test set moved from dev-requirements.txt to the group 'dev' at 2.4.0, and 2.2.0-2.3.0
-    pin git commits: all of it is data in chains/urllib3/chain.yaml. Real sdists and resolutions
-    (cached in the state home)."""
+    pin git commits (Quart is 0.20.0 throughout: the reference's image moves 2.2.x's 0.19.4 up): all
+    of it is data in chains/urllib3/chain.yaml. Real sdists and resolutions (cached in the state home)."""
     from swechain_ci.chain.definition import load_chain
 
     chain = load_chain("urllib3")
@@ -324,7 +324,9 @@ def test_every_urllib3_version_resolves():
         pins = set(environments.pins(chain, version))
         assert expected <= pins, (version, sorted(expected - pins))
         if "hypercorn==0.15.0" in expected:  # the Quart/hypercorn test servers, from 2.2.0 on
-            assert {"quart-trio", "httpx", "h2"} <= {pin.split("==")[0] for pin in pins}, version
+            assert {"quart-trio==0.12.0", "httpx", "h2"} <= pins | {pin.split("==")[0] for pin in pins}, version
+        # The reference's image adds the optional decoders to every version, and pyOpenSSL to 2.0.7.
+        assert {"brotli", "zstandard", "pyopenssl"} <= {pin.split("==")[0] for pin in pins}, version
 
 
 def test_an_extra_that_names_the_package_own_extras_brings_what_they_hold():
@@ -419,3 +421,25 @@ def test_the_xarray_chains_install_the_back_ends_the_reference_installs(chain_id
         names = {pin.split("==")[0] for pin in environments.pins(chain, version)}
         assert back_ends <= names, (version, sorted(back_ends - names))
     assert chain.config.pytest.env["DASK_NUM_WORKERS"] == "1"
+
+
+@pytest.mark.parametrize(
+    ("hosts", "refused"),
+    [
+        ({"evil.example": "10.0.0.1"}, "loopback only"),
+        ({"metadata": "169.254.169.254"}, "loopback only"),
+        ({"x": "not-an-address"}, "loopback only"),
+        ({"a..b": "127.0.0.1"}, "not a host name"),
+        ({"bad name": "127.0.0.1"}, "not a host name"),
+    ],
+)
+def test_a_chain_maps_host_names_to_loopback_only(hosts, refused):
+    """`pytest.hosts` writes the test container's /etc/hosts: a chain cannot point a name at anything
+    but loopback (the containers have no network, and a name never leads off the machine)."""
+    from pydantic import ValidationError
+
+    from swechain_ci.chain.definition import PytestQuirks
+
+    assert PytestQuirks(hosts={"localhost.": "127.0.0.1", "ip6.localhost": "::1"}).hosts["localhost."] == "127.0.0.1"
+    with pytest.raises(ValidationError, match=refused):
+        PytestQuirks(hosts=hosts)

@@ -51,6 +51,26 @@ def test_gold_runs_as_non_root_with_only_loopback(toy, tmp_path):
     assert len(run.statuses) == 35
 
 
+def test_the_chain_hosts_resolve_in_the_test_container_and_nothing_else_does(toy, tmp_path):
+    """`pytest.hosts` (urllib3's 'localhost.', as the reference's image maps it) resolves in the run's
+    container; an unmapped name does not, and the network stays loopback only."""
+    chain, sandbox, built = toy
+    mapped = with_config(chain, pytest=chain.config.pytest.model_copy(update={"hosts": {"localhost.": "127.0.0.1"}}))
+    code = code_of(chain, "0.2.0", tmp_path / "code")
+    init = code / "src" / "toyslug" / "__init__.py"
+    init.write_text(
+        "import socket as _socket\n"
+        "if _socket.gethostbyname('localhost.') != '127.0.0.1': raise RuntimeError('localhost. unmapped')\n"
+        "try:\n    _socket.gethostbyname('example.com')\nexcept OSError:\n    pass\n"
+        "else:\n    raise RuntimeError('example.com resolved')\n" + init.read_text()
+    )
+    run = evaluate(sandbox, mapped, built.versions["0.2.0"], code, LABELS)
+    assert run.execution_error is None and not run.collection_errors
+    assert set(run.statuses.values()) == {Status.passed}
+    plain = evaluate(sandbox, chain, built.versions["0.2.0"], code, LABELS)
+    assert Status.passed not in set(plain.statuses.values())  # without the mapping the import fails
+
+
 def test_a_failed_name_import_fails_only_the_tests_that_use_it(toy, tmp_path):
     chain, sandbox, built = toy
     run = evaluate(sandbox, chain, built.versions["0.2.0"], code_of(chain, "0.1.0", tmp_path / "c"), LABELS)
