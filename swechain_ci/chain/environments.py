@@ -457,7 +457,14 @@ def lowest_releases(lines: list[str], python: str, moved_up: frozenset[str] = fr
     pending = [(line, "") for line in lines]
     while pending:  # finite: a release is chosen again only when a narrower specifier excludes it
         line, for_extra = pending.pop(0)
-        requirement = Requirement(pip_requirement_line(line))
+        try:
+            requirement = Requirement(pip_requirement_line(line))
+        except InvalidRequirement as exc:
+            raise SwechainError(
+                f"cannot take the lowest releases for Python {python}: bad requirement {line!r} "
+                f"({str(exc).splitlines()[0]}); "
+                "name a release for it under 'environment.override' in chain.yaml, or drop 'resolution: lowest'"
+            ) from None
         if requirement.marker and not requirement.marker.evaluate({**markers, "extra": for_extra}):
             continue
         name = canonicalize_name(requirement.name)

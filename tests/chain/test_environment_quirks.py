@@ -443,3 +443,14 @@ def test_a_chain_maps_host_names_to_loopback_only(hosts, refused):
     assert PytestQuirks(hosts={"localhost.": "127.0.0.1", "ip6.localhost": "::1"}).hosts["localhost."] == "127.0.0.1"
     with pytest.raises(ValidationError, match=refused):
         PytestQuirks(hosts=hosts)
+
+
+def test_a_malformed_requirement_in_a_lowest_release_is_a_one_line_error(monkeypatch, tmp_path):
+    """Old releases' metadata can hold requirements packaging cannot read: named, never a traceback."""
+    monkeypatch.setenv("SWECHAIN_HOME", str(tmp_path))
+    monkeypatch.setattr(environments, "lowest_release", lambda name, spec, python: ("1.0", ["ok>=1", "bad req ("]))
+    with pytest.raises(SwechainError, match=r"bad requirement 'bad req \(' .*environment.override"):
+        environments.lowest_releases(["demo>=1"], "3.11")
+    with pytest.raises(SwechainError) as raised:
+        environments.lowest_releases(["demo>=1"], "3.11")
+    assert "\n" not in str(raised.value)
