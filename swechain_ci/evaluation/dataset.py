@@ -88,8 +88,8 @@ def dataset_path(chain: Chain) -> Path:
 
 
 def evaluation_settings_hash(chain: Chain) -> str:
-    settings = chain.config.model_dump(
-        include={"import_name", "test_folder", "source_root", "protected_files", "pytest", "timeouts", "limits"}
+    settings = chain.config.keyed_dump(
+        {"import_name", "test_folder", "source_root", "protected_files", "pytest", "timeouts", "limits"}
     )
     settings["oracle"] = chain.config.oracle.model_dump(include={"baseline_runs", "max_failing_fraction"})
     settings["installed_metadata"] = chain.config.environment.installed_metadata

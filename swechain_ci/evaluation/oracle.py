@@ -115,8 +115,8 @@ def _range_start(step_range: str) -> tuple[int, int]:
 
 def inputs_hash(chain: Chain, images: ChainImages) -> str:
     """Everything that shapes the oracle: the images, the chain file's content and the harness."""
-    evaluation = chain.config.model_dump(
-        include={"test_folder", "source_root", "protected_files", "pytest", "timeouts", "oracle"}
+    evaluation = chain.config.keyed_dump(
+        {"test_folder", "source_root", "protected_files", "pytest", "timeouts", "oracle"}
     )
     payload = "\0".join(
         [
@@ -218,8 +218,8 @@ def gold_run_path(
     every runner that builds the image from them), the code, how the harness runs it (the chain's
     evaluation settings, limits and workers on this runner), the harness, the network, which of the
     repeated runs it is and, for a tripwire verification, the planted modules."""
-    evaluation = chain.config.model_dump(
-        include={"import_name", "test_folder", "source_root", "protected_files", "pytest", "timeouts"}
+    evaluation = chain.config.keyed_dump(
+        {"import_name", "test_folder", "source_root", "protected_files", "pytest", "timeouts"}
     )
     payload = "\0".join(
         [
