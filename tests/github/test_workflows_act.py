@@ -313,13 +313,15 @@ def test_a_run_whose_evaluate_job_is_killed_resumes_there_with_the_same_scorecar
 
     work, origin, shared = act_repo
     # Step 2 alone keeps this short: a Build that breaks collection on 0.2.0's code, and a Fix
-    # that mends it. The local run of the same agent is the reference.
+    # that mends it. The local run of the same agent is the reference. The Build's code also
+    # sleeps on import, so its hidden tests run long enough to be caught running (a poll can
+    # miss an evaluation of a second or two, and the whole run would then finish unkilled).
     before, after = tmp_path / "before", tmp_path / "after"
     trees.copy_tree(REPO / "chains/toy/versions/0.2.0", before, exclude=lambda rel: rel.parts[0] == "tests")
     shutil.copytree(before, after)
     (after / "src/toyslug/broken.py").write_text("def broken(:\n")
     with open(after / "src/toyslug/__init__.py", "a") as init:
-        init.write("from toyslug import broken\n")
+        init.write("import time\ntime.sleep(10)\nfrom toyslug import broken\n")
     (work / "replay_kill").mkdir()
     (work / "replay_kill/step-2.build.patch").write_text(trees.diff(before, after))
     (work / "replay_kill/step-2.fix.patch").write_text(trees.diff(after, before))
@@ -371,7 +373,8 @@ def test_a_run_whose_evaluate_job_is_killed_resumes_there_with_the_same_scorecar
                         text=True,
                     ).stdout.strip()
         finally:
-            os.killpg(killed.pid, signal.SIGKILL)  # the evaluate job dies midway, its hidden tests running
+            if killed.poll() is None:
+                os.killpg(killed.pid, signal.SIGKILL)  # the evaluate job dies midway, its hidden tests running
             killed.wait()
         assert subjects() == ["start", "step 2 build"], "a killed job pushes nothing: the branch ends at a whole phase"
         outputs = dispatch_until_done(work, shared, github, inputs)
