@@ -267,6 +267,12 @@ class Environment(Strict):
         description="give the code under test the target version's distribution metadata (its sdist's "
         "PKG-INFO), for packages that read their own version or metadata through importlib.metadata",
     )
+    own_in_resolution: bool = Field(
+        False,
+        description="resolve with the package itself at the version under test, requiring what this chain "
+        "makes of its requirements, instead of a release from the index: for a test dependency that requires "
+        "the package (poetry-plugin-export requires poetry), as the reference's editable install satisfies it",
+    )
     resolution: Literal["highest", "lowest"] = Field(
         "highest",
         description="'lowest': the package's own runtime requirements, and theirs, at the lowest releases "

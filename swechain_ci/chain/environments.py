@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+import zipfile
 from pathlib import Path
 
 import dependency_groups
@@ -200,10 +201,7 @@ def requirements(chain: Chain, version: str) -> list[str]:
                 f"{chain.folder / 'chain.yaml'}: field 'environment.by_version': {version} has no {name}"
             )
         locked |= locked_versions(tree / name, markers)
-    dropped = {canonicalize_name(n) for n in env.drop}
-    overrides = {canonicalize_name(n): r for n, r in env.override.items()}
-    for entry in for_version:
-        overrides |= {canonicalize_name(n): r for n, r in entry.override.items()}
+    dropped, overrides = changed_requirements(chain, version)
     pinned = []  # the lock's release of each declared requirement, under the same markers
     for line in wanted if locked else []:
         try:
@@ -243,13 +241,65 @@ def requirements(chain: Chain, version: str) -> list[str]:
         if line not in result:
             result.append(line)
     if env.resolution == "lowest":
-        runtime = []  # the package's own requirements, as the lines above changed them
-        for line in map(pip_requirement_line, base):
-            name = canonicalize_name(Requirement(line).name)
-            if name != own and name not in dropped:
-                runtime.append(overrides.get(name, line))
-        result = with_lowest_releases(result, runtime, chain.config.python)
+        result = with_lowest_releases(result, own_requirements(chain, version), chain.config.python)
     return result
+
+
+def changed_requirements(chain: Chain, version: str) -> tuple[set[str], dict[str, str]]:
+    """The requirement names the chain drops at ``version``, and those it overrides (name -> line)."""
+    env = chain.config.environment
+    overrides: dict[str, str] = {canonicalize_name(n): r for n, r in env.override.items()}
+    for entry in env.by_version:
+        if version in SpecifierSet(entry.versions):
+            overrides |= {canonicalize_name(n): r for n, r in entry.override.items()}
+    return {canonicalize_name(n) for n in env.drop}, overrides
+
+
+def own_requirements(chain: Chain, version: str) -> list[str]:
+    """The package's own runtime requirements at ``version``, as the chain's drops and overrides change them."""
+    base, _ = declared_metadata(sources.source_root(chain, version))
+    own = canonicalize_name(chain.config.package)
+    dropped, overrides = changed_requirements(chain, version)
+    runtime = []
+    for line in map(pip_requirement_line, base):
+        name = canonicalize_name(Requirement(line).name)
+        if name != own and name not in dropped:
+            runtime.append(overrides.get(name, line))
+    return runtime
+
+
+# The local label of the stand-in for the package under test: above the index's release of the same
+# version, so the resolver takes it.
+OWN_LABEL = "undertest"
+
+
+def own_stand_in(chain: Chain, version: str) -> tuple[str, Path]:
+    """A metadata-only wheel of the package at ``version`` requiring ``own_requirements``, and the exact
+    requirement on it: what a test dependency that requires the package is resolved against."""
+    name = canonicalize_name(chain.config.package)
+    local = f"{version}+{OWN_LABEL}"
+    lines = own_requirements(chain, version)
+    key = hashlib.sha256(json.dumps([name, local, lines]).encode()).hexdigest()[:16]
+    folder = state_home() / "own-stand-ins" / key
+    stem = f"{name.replace('-', '_')}-{local}"
+    wheel = folder / f"{stem}-py3-none-any.whl"
+    if not wheel.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        info = f"{stem}.dist-info"
+        metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {local}\n" + "".join(
+            f"Requires-Dist: {line}\n" for line in lines
+        )
+        files = {
+            f"{info}/METADATA": metadata,
+            f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: swechain-ci\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        }
+        files[f"{info}/RECORD"] = "".join(f"{path},,\n" for path in files) + f"{info}/RECORD,,\n"
+        partial = folder / f"{wheel.name}.partial"
+        with zipfile.ZipFile(partial, "w") as archive:
+            for path, text in files.items():
+                archive.writestr(path, text)
+        partial.replace(wheel)
+    return f"{name}=={local}", folder
 
 
 def built_wheels(chain: Chain) -> list[Path]:
@@ -516,8 +566,12 @@ def pins(chain: Chain, version: str) -> list[str]:
     a test dependency that requires it (pytest plugins, for pytest's own chains) gets the
     candidate's code instead, which the harness puts on the path."""
     own = canonicalize_name(chain.config.package)
+    wanted, find_links = requirements(chain, version), built_wheels(chain)
+    if chain.config.environment.own_in_resolution:
+        requirement, folder = own_stand_in(chain, version)
+        wanted, find_links = [*wanted, requirement], [*find_links, folder]
     return [
         pin
-        for pin in resolve(requirements(chain, version), chain.config.python, built_wheels(chain))
+        for pin in resolve(wanted, chain.config.python, find_links)
         if canonicalize_name(pin.split("==", 1)[0]) != own
     ]

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 from swechain_ci.chain import environments
 from swechain_ci.chain.definition import Chain, ChainConfig
@@ -454,3 +455,32 @@ def test_a_malformed_requirement_in_a_lowest_release_is_a_one_line_error(monkeyp
     with pytest.raises(SwechainError) as raised:
         environments.lowest_releases(["demo>=1"], "3.11")
     assert "\n" not in str(raised.value)
+
+
+def test_the_stand_in_for_the_package_requires_what_the_chain_makes_of_its_requirements(tmp_path):
+    import zipfile
+
+    chain = chain_with(
+        tmp_path, {"own_in_resolution": True, "by_version": [{"versions": ">=2.0", "override": {"dep": "dep<2"}}]}
+    )
+    requirement, folder = environments.own_stand_in(chain, "2.0")
+    assert requirement == "demo==2.0+undertest"
+    (wheel,) = folder.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read("demo-2.0+undertest.dist-info/METADATA").decode()
+    assert "Name: demo\nVersion: 2.0+undertest\n" in metadata
+    assert [line for line in metadata.splitlines() if line.startswith("Requires-Dist")] == ["Requires-Dist: dep<2"]
+    assert environments.own_stand_in(chain, "1.0")[0] == "demo==1.0+undertest"
+
+
+def test_poetry_resolves_its_export_plugin_against_the_version_under_test():
+    """poetry-plugin-export requires poetry; the index's poetry 1.8.4 raises virtualenv's floor over the
+    reference's cap, which the chain's override lowers again for the version under test. Real index."""
+    from swechain_ci.chain.definition import load_chain
+
+    chain = load_chain("poetry")
+    for version in ("1.8.4", "1.8.5"):
+        names = dict(pin.split("==") for pin in environments.pins(chain, version))
+        assert "poetry" not in names, version  # the candidate's code is the package
+        assert names["poetry-plugin-export"] == "1.8.0" and names["poetry-core"] == "1.9.1", version
+        assert Version(names["virtualenv"]) < Version("20.26"), version
