@@ -168,9 +168,16 @@ def raised_type(node: ast.AST) -> ast.AST | None:
     return expected if isinstance(expected, (ast.Name, ast.Attribute)) else None
 
 
+# What pytest lets end the whole session when a test raises it (pytest.exit's Exit, KeyboardInterrupt):
+# a copy expecting another type would let it escape and stop the run, every later test unrun.
+SESSION_ENDING = {"Exit", "KeyboardInterrupt", "exit.Exception", "BaseException"}
+
+
 def expected_exception(node, lines, rng):
     expected = raised_type(node)
     if expected is None or token(expected, lines) is None:
+        return None
+    if any(ast.unparse(expected) == name or ast.unparse(expected).endswith("." + name) for name in SESSION_ENDING):
         return None
     choices = [e for e in STAND_IN_EXCEPTIONS if e != token(expected, lines)]
     return edit_of(expected, rng.choice(choices))

@@ -90,6 +90,10 @@ def test_each_rule_makes_a_copy_that_fails_where_the_original_passes(rule):
         "def test_bools():\n    assert bool(name()) == True\n",  # a flipped bool is what honest slips give
         "def test_names_itself():\n    assert test_names_itself.__name__ == name()\n",
         'def helper_not_a_test():\n    assert name() == "hello-world"\n',
+        # An escaped Exit or KeyboardInterrupt ends pytest's session (pytest-8's test_assertion.py).
+        "def test_exits():\n    with pytest.raises(outcomes.Exit):\n        fail()\n",
+        "def test_exits_too():\n    with pytest.raises(pytest.exit.Exception):\n        fail()\n",
+        "def test_interrupted():\n    with pytest.raises(KeyboardInterrupt):\n        fail()\n",
     ],
 )
 def test_unsuitable_tests_give_no_candidate(source):
