@@ -484,3 +484,25 @@ def test_poetry_resolves_its_export_plugin_against_the_version_under_test():
         assert "poetry" not in names, version  # the candidate's code is the package
         assert names["poetry-plugin-export"] == "1.8.0" and names["poetry-core"] == "1.9.1", version
         assert Version(names["virtualenv"]) < Version("20.26"), version
+
+
+def test_pytest_7_takes_the_reference_environment():
+    """The reference's image: pytest's own requirements at their lowest (tomli 1.0.0), its test tools
+    moving pluggy (below 1.4), py and iniconfig up, and its Pygments per release. Real index."""
+    from swechain_ci.chain.definition import load_chain
+
+    chain = load_chain("pytest-7")
+    for version in ("7.0.0", "7.2.0", "7.2.1", "7.4.4"):
+        names = dict(pin.split("==") for pin in environments.pins(chain, version))
+        assert "pytest" not in names, version  # the candidate's code is the runner
+        assert (names["pluggy"], names["attrs"], names["hypothesis"], names["setuptools"], names["tomli"]) == (
+            "1.3.0",
+            "21.4.0",
+            "6.68.0",
+            "65.7.0",
+            "1.0.0",
+        ), version
+        assert Version(names["py"]) >= Version("1.10") and Version(names["iniconfig"]) >= Version("1.1"), version
+        assert {"numpy", "twisted", "pexpect", "asynctest", "xmlschema"} <= set(names), version
+        pygments = Version(names["pygments"])
+        assert pygments < Version("2.14") if Version(version) <= Version("7.2.0") else pygments < Version("2.19")
