@@ -458,7 +458,14 @@ def chain_compare(
             f"run `swechain-ci chain build {loaded.id}{selection}` first"
         )
     config = loaded.config
-    rows = compare(ours, reference, config.paper_id, config.reference_artifacts, config.reference_skips)
+    rows = compare(
+        ours,
+        reference,
+        config.paper_id,
+        config.reference_artifacts,
+        config.reference_skips,
+        config.oracle.known_failures,
+    )
     table = [
         [
             r.index,

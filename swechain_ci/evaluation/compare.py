@@ -12,8 +12,9 @@ first matching rule (``only_theirs_cause``, ``only_ours_cause``), and each step 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 
 from pydantic import BaseModel, Field
 
@@ -159,9 +160,11 @@ def only_theirs_cause(
     their_old: ReferenceRun,
     artifacts: Sequence[ReferenceArtifact] = (),
     skips: Sequence[ReferenceSkip] = (),
+    known_failures: Mapping[str, Sequence[str]] = MappingProxyType({}),
 ) -> tuple[str, str]:
     """Why the reference counts a test that we do not: the first rule that matches (the chain's
-    own ``reference_artifacts`` after the harness-wide ones; its ``reference_skips``)."""
+    own ``reference_artifacts`` after the harness-wide ones; its ``reference_skips``; its declared
+    ``known_failures`` of the target version, each a documented difference of environment)."""
     if test in step.needs_network:
         return "needs_network", f"excluded here: {step.excluded.get(test, 'needs_network')}"
     if test in step.flaky:
@@ -173,6 +176,11 @@ def only_theirs_cause(
             if any(test == prefix or is_under(test, prefix) for prefix in skip.tests):
                 return "environment", f"skipped in our new-gold run: {skip.reason} (reference_skips in chain.yaml)"
     if step.new_gold[test] != Status.passed:
+        if test in known_failures.get(step.next_version, ()):
+            return "environment", (
+                f"{step.new_gold[test].value} in our new-gold run: a declared known failure of {step.next_version} "
+                "here (oracle.known_failures in chain.yaml; the chain's README says why)"
+            )
         return "new gold differs", f"{step.new_gold[test].value} in our new-gold run, passed in the reference's"
     ours = step.old_gold.get(test, Status.failed).value
     message = their_old.messages.get(test, "")
@@ -227,6 +235,7 @@ def compare(
     paper_id: str | None = None,
     artifacts: Sequence[ReferenceArtifact] = (),
     skips: Sequence[ReferenceSkip] = (),
+    known_failures: Mapping[str, Sequence[str]] = MappingProxyType({}),
 ) -> list[StepAgreement]:
     if not oracle.steps:
         return []
@@ -258,7 +267,13 @@ def compare(
             Difference(
                 test=t,
                 side="only theirs",
-                **dict(zip(("cause", "why"), only_theirs_cause(t, step, their_old, artifacts, skips), strict=True)),
+                **dict(
+                    zip(
+                        ("cause", "why"),
+                        only_theirs_cause(t, step, their_old, artifacts, skips, known_failures),
+                        strict=True,
+                    )
+                ),
             )
             for t in sorted(theirs - ours)
         ]

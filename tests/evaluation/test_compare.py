@@ -293,3 +293,27 @@ def test_a_partial_copy_of_the_reference_compares_the_steps_it_holds(tmp_path):
     (tmp_path / "empty" / "1.2").mkdir()
     with pytest.raises(SwechainError, match="holds no step's results"):
         compare(oracle, tmp_path / "empty")
+
+
+def test_a_declared_known_failure_explains_a_test_only_the_reference_counts(tmp_path):
+    """poetry's tests that write into the read-only test tree fail here and pass in the reference."""
+    test = "tests/test_builder.py::test_builds_in_its_fixture"
+    other = "tests/test_other.py::test_fails_here_too"
+    step = StepOracle(
+        index=2,
+        prev_version="1.0",
+        next_version="1.1",
+        new_gold={test: Status.failed, other: Status.failed},
+        old_gold={test: Status.failed, other: Status.failed},
+        upgrade_related=[],
+    )
+    oracle = ChainOracle(
+        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
+    )
+    reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {test: "passed", other: "passed"})
+    reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {test: "failed", other: "failed"})
+    [row] = compare(oracle, tmp_path / "ref", known_failures={"1.1": [test], "1.0": [other]})
+    causes = {d.test: d.cause for d in row.differences}
+    assert causes == {test: "environment", other: "new gold differs"}, "only the target version's declarations count"
+    assert "a declared known failure of 1.1" in next(d.why for d in row.differences if d.test == test)
+    assert row.verdict == "differs: 1 of 2 unexplained"
