@@ -245,6 +245,10 @@ class VersionedRequirements(Strict):
         return self
 
 
+# A test dependency from a git checkout: the repository and the full commit (a branch would move).
+GIT_WHEEL_URL = re.compile(r"git\+(?:https|file)://[^\s@]+@[0-9a-f]{40}")
+
+
 class Environment(Strict):
     """How a version's test environment is derived from what the version declares."""
 
@@ -261,6 +265,12 @@ class Environment(Strict):
         default_factory=list,
         description="exact pins (name==version) of pure-Python test dependencies published only as sdists: "
         "built into wheels on the host, like the chain's own sdists are unpacked there",
+    )
+    wheels_from_git: dict[str, str] = Field(
+        default_factory=dict,
+        description="name -> git+<repository URL>@<full commit> for pure-Python test dependencies required from a "
+        "git checkout (a fork the index does not have): built into a wheel on the host, versioned "
+        "<its version>+git.<commit>, and pinned wherever a version requires that name",
     )
     installed_metadata: bool = Field(
         False,
@@ -279,6 +289,17 @@ class Environment(Strict):
         "they allow (the SWE-Chain reference's `uv pip install -e . --resolution lowest`); a test requirement "
         "that excludes such a release moves it up, as the reference's second install does",
     )
+
+    @field_validator("wheels_from_git")
+    @classmethod
+    def _git_at_a_commit(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, url in value.items():
+            if not GIT_WHEEL_URL.fullmatch(url):
+                raise ValueError(
+                    f"{name}: {url!r} is not git+<https or file URL>@<40-hex commit> (a branch or tag moves; "
+                    "a commit is what the image can reproduce)"
+                )
+        return value
 
 
 class ReferenceArtifact(Strict):

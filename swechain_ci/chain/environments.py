@@ -9,6 +9,7 @@ alike share one dependency image.
 
 from __future__ import annotations
 
+import base64
 import configparser
 import email.parser
 import hashlib
@@ -216,6 +217,7 @@ def requirements(chain: Chain, version: str) -> list[str]:
     if chain.config.pytest.workers != 1:
         harness.append("pytest-xdist")  # only where a chain asks for workers: other environments stay as they were
     added = [line for entry in for_version for line in entry.extra]
+    from_git = {canonicalize_name(n): n for n in env.wheels_from_git}
     for line in wanted + pinned + list(env.extra) + added + harness:
         line = pip_requirement_line(line)
         try:
@@ -224,7 +226,11 @@ def requirements(chain: Chain, version: str) -> list[str]:
             raise SwechainError(f"version {version} of chain {chain.id}: bad requirement {line!r}: {exc}") from None
         if name == own or name in dropped:
             continue  # the package itself is the code under test
-        line = overrides.get(name, line)
+        if name in overrides:
+            line = overrides[name]
+        elif name in from_git:  # the fork's checkout, whatever URL or range the version names
+            marker = Requirement(line).marker
+            line = git_wheel(chain, from_git[name])[0] + (f" ; {marker}" if marker else "")
         try:
             requirement = Requirement(line)
         except InvalidRequirement as exc:
@@ -303,10 +309,15 @@ def own_stand_in(chain: Chain, version: str) -> tuple[str, Path]:
 
 
 def built_wheels(chain: Chain) -> list[Path]:
-    """The folder of wheels built from ``environment.wheels_from_sdists`` (none when it is empty).
+    """The folders of wheels built on the host, from ``environment.wheels_from_sdists`` and
+    ``environment.wheels_from_git`` (none when both are empty).
 
     Only pure-Python wheels are accepted: they fit every image's Python and platform.
     """
+    return sdist_wheels(chain) + [git_wheel(chain, name)[1] for name in chain.config.environment.wheels_from_git]
+
+
+def sdist_wheels(chain: Chain) -> list[Path]:
     wanted = chain.config.environment.wheels_from_sdists
     if not wanted:
         return []
@@ -348,6 +359,103 @@ def built_wheels(chain: Chain) -> list[Path]:
         )
     (folder / ".complete").write_text("\n".join(wanted))
     return [folder]
+
+
+# The local label of a wheel built from a git commit: git.<first 12 hex digits>, so that its pin names
+# the checkout and can never be met by the index's release of the same version.
+GIT_LABEL_DIGITS = 12
+
+
+def git_wheel(chain: Chain, name: str) -> tuple[str, Path]:
+    """The exact pin on the wheel built from ``environment.wheels_from_git[name]``, and its folder.
+
+    The checkout is cloned as git sources are (``SWECHAIN_GIT_INSTEAD_OF`` names mirrors), built with
+    pip on the host and re-versioned ``<version>+git.<commit>``; only a pure-Python wheel is accepted.
+    """
+    url = chain.config.environment.wheels_from_git[name]
+    repository, _, commit = url.removeprefix("git+").rpartition("@")
+    folder = state_home() / "built-wheels" / f"git-{hashlib.sha256(url.encode()).hexdigest()[:16]}"
+    done = folder / ".complete"
+    if done.is_file():
+        return done.read_text(), folder
+    field = f"{chain.folder / 'chain.yaml'}: field 'environment.wheels_from_git': {name}"
+    progress.say(f"building a wheel of {name} from {repository} at {commit[:GIT_LABEL_DIGITS]}")
+    with tempfile.TemporaryDirectory(prefix="swechain-git-wheel-") as tmp:
+        checkout, built = Path(tmp) / "checkout", Path(tmp) / "built"
+        steps = [
+            [
+                "git",
+                *sources.instead_of_options(),
+                "clone",
+                "--quiet",
+                "--no-checkout",
+                "--",
+                repository,
+                str(checkout),
+            ],
+            ["git", "-C", str(checkout), "-c", "advice.detachedHead=false", "checkout", "--quiet", commit],
+        ]
+        for command in steps:
+            result = subprocess.run(
+                command, capture_output=True, text=True, env=sources.git_env(), timeout=sources.GIT_TIMEOUT_S
+            )
+            if result.returncode != 0:
+                tail = " ".join(result.stderr.strip().splitlines()[-2:])
+                raise SwechainError(
+                    f"{field}: cannot check out {commit} of {repository}: {tail} (is it reachable? "
+                    f"{sources.GIT_INSTEAD_OF_ENV} can name a mirror)"
+                )
+        result = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(built), str(checkout)],
+            capture_output=True,
+            text=True,
+        )
+        if result.returncode != 0:
+            tail = " ".join(result.stderr.strip().splitlines()[-2:])
+            raise SwechainError(f"{field}: cannot build a wheel of {repository} at {commit}: {tail}")
+        wheels = list(built.glob("*.whl"))
+        if len(wheels) != 1 or not wheels[0].name.endswith("-none-any.whl"):
+            raise SwechainError(
+                f"{field}: the build gave {', '.join(w.name for w in wheels) or 'no wheel'}; only one pure-Python "
+                "wheel can be built on the host"
+            )
+        folder.mkdir(parents=True, exist_ok=True)
+        pin = relabelled_wheel(wheels[0], f"git.{commit[:GIT_LABEL_DIGITS]}", folder)
+    done.write_text(pin)
+    return pin, folder
+
+
+def relabelled_wheel(wheel: Path, label: str, folder: Path) -> str:
+    """A copy of ``wheel`` in ``folder`` whose version carries the local ``label``; the exact pin on it."""
+    with zipfile.ZipFile(wheel) as source:
+        info = next(n.split("/", 1)[0] for n in source.namelist() if n.split("/", 1)[0].endswith(".dist-info"))
+        stem = info.removesuffix(".dist-info")
+        metadata = email.parser.Parser().parsestr(source.read(f"{info}/METADATA").decode())
+        name, version = metadata["Name"], Version(metadata["Version"])
+        local = f"{version.public}+{label}"
+        new_stem = f"{stem.rsplit('-', 1)[0]}-{local}"
+        entries: dict[str, bytes] = {}
+        for item in source.namelist():
+            data = source.read(item)
+            if item == f"{info}/METADATA":
+                old, new = f"Version: {metadata['Version']}\n", f"Version: {local}\n"
+                data = data.replace(old.encode(), new.encode(), 1)
+            if item != f"{info}/RECORD":
+                entries[item.replace(f"{info}/", f"{new_stem}.dist-info/", 1)] = data
+    record_path = f"{new_stem}.dist-info/RECORD"
+    record = "".join(
+        f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}\n"
+        for path, data in entries.items()
+    )
+    entries[record_path] = (record + f"{record_path},,\n").encode()
+    tags = wheel.name.removesuffix(".whl").split("-")[-3:]
+    target = folder / f"{new_stem}-{'-'.join(tags)}.whl"
+    partial = folder / f"{target.name}.partial"
+    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path, data in entries.items():
+            archive.writestr(path, data)
+    partial.replace(target)
+    return f"{canonicalize_name(name)}=={local}"
 
 
 def find_links_options(folders: list[Path]) -> list[str]:

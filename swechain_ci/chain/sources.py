@@ -521,7 +521,12 @@ def mirrored_url(url: str) -> str | None:
     return mirror + url[len(prefix) :]
 
 
-def _git_env() -> dict[str, str]:
+def instead_of_options() -> list[str]:
+    """git's ``-c url.<mirror>.insteadOf=<prefix>`` options for ``SWECHAIN_GIT_INSTEAD_OF``."""
+    return [option for mirror, prefix in git_instead_of() for option in ("-c", f"url.{mirror}.insteadOf={prefix}")]
+
+
+def git_env() -> dict[str, str]:
     return {
         **os.environ,
         "GIT_TERMINAL_PROMPT": "0",  # never wait for credentials
@@ -546,11 +551,7 @@ def _git_root(chain: Chain, version: str, source: GitSource) -> Path:
         mirror = mirrored_url(source.url)
         if mirror is not None:
             record["mirror"] = mirror
-        instead = [
-            option
-            for mirror_base, prefix in git_instead_of()
-            for option in ("-c", f"url.{mirror_base}.insteadOf={prefix}")
-        ]
+        instead = instead_of_options()
         command = [
             "git",
             "-c",
@@ -568,7 +569,7 @@ def _git_root(chain: Chain, version: str, source: GitSource) -> Path:
             str(tree),
         ]
         try:
-            result = subprocess.run(command, capture_output=True, env=_git_env(), timeout=GIT_TIMEOUT_S)
+            result = subprocess.run(command, capture_output=True, env=git_env(), timeout=GIT_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise SwechainError(
                 f"{where}: git clone of {source.url} at {source.tag} took over {GIT_TIMEOUT_S:.0f}s"
@@ -588,7 +589,7 @@ def _git_root(chain: Chain, version: str, source: GitSource) -> Path:
                 f"{where}: git clone of {source.url}{via} at tag {source.tag} failed: {problem} "
                 f"(check source.url and source.tag in chain.yaml{', and the mirror' if mirror else ''})"
             )
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, capture_output=True, env=_git_env())
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, capture_output=True, env=git_env())
         record["commit"] = head.stdout.decode().strip()
         shutil.rmtree(tree / ".git")
 

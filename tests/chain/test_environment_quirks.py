@@ -294,26 +294,48 @@ def test_a_lock_file_pins_what_the_version_declares_to_the_locked_release(tmp_pa
         environments.requirements(chain, "2.1")
 
 
+# urllib3's fork of hypercorn at the commit chain.yaml names (environment.wheels_from_git).
+FORK = "hypercorn==0.15.0+git.d1719f8c1570"
+
 URLLIB3_PINS = {
     # version: pins its environment must hold (the overrides' released versions, the test set's own pins)
     "2.0.7": {"pytest==7.4.0", "tornado==6.2", "trustme==0.9.0"},
     "2.1.0": {"pytest==7.4.2", "tornado==6.3.3", "trustme==1.1.0"},
-    "2.2.0": {"hypercorn==0.15.0", "quart==0.20.0", "trio==0.23.1", "trustme==1.1.0"},
-    "2.2.1": {"hypercorn==0.15.0", "quart==0.20.0", "trio==0.23.1", "trustme==1.1.0"},
-    "2.2.2": {"hypercorn==0.15.0", "quart==0.20.0", "trio==0.25.0", "trustme==1.2.0"},
-    "2.2.3": {"hypercorn==0.15.0", "quart==0.20.0", "trio==0.26.2", "trustme==1.2.0"},
-    "2.3.0": {"hypercorn==0.15.0", "quart==0.20.0", "trio==0.26.2", "trustme==1.2.0"},
+    "2.2.0": {FORK, "quart==0.20.0", "trio==0.23.1", "trustme==1.1.0"},
+    "2.2.1": {FORK, "quart==0.20.0", "trio==0.23.1", "trustme==1.1.0"},
+    "2.2.2": {FORK, "quart==0.20.0", "trio==0.25.0", "trustme==1.2.0"},
+    "2.2.3": {FORK, "quart==0.20.0", "trio==0.26.2", "trustme==1.2.0"},
+    "2.3.0": {FORK, "quart==0.20.0", "trio==0.26.2", "trustme==1.2.0"},
     # From 2.4.0, the group 'dev' at the releases each version's uv.lock records.
-    **{v: {"hypercorn==0.15.0", "pytest==8.3.4", "trio==0.27.0", "cryptography==44.0.2"} for v in ("2.4.0", "2.5.0")},
+    **{v: {FORK, "pytest==8.3.4", "trio==0.27.0", "cryptography==44.0.2"} for v in ("2.4.0", "2.5.0")},
     **{
-        v: {"hypercorn==0.15.0", "pytest==8.4.2", "trio==0.31.0", "cryptography==46.0.3"}
-        for v in ("2.6.0", "2.6.1", "2.6.2", "2.6.3")
+        v: {FORK, "pytest==8.4.2", "trio==0.31.0", "cryptography==46.0.3"} for v in ("2.6.0", "2.6.1", "2.6.2", "2.6.3")
     },
 }
 
 
+PIP_DOWNLOAD = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:"]
+
+
+@pytest.fixture
+def hypercorn_fork(tmp_path, monkeypatch):
+    """GitHub cannot be reached from the tests: the index's hypercorn 0.15.0 (the fork's base release, the
+    same requirements) relabelled as the fork's commit stands in for the wheel the host builds from it."""
+    download = tmp_path / "index"
+    subprocess.run(
+        [*PIP_DOWNLOAD, "-d", str(download), "hypercorn==0.15.0"],
+        check=True,
+    )
+    folder = tmp_path / "fork"
+    folder.mkdir()
+    (wheel,) = download.glob("*.whl")
+    pin = environments.relabelled_wheel(wheel, FORK.split("+")[1], folder)
+    monkeypatch.setattr(environments, "git_wheel", lambda chain, name: (pin, folder))
+    return pin
+
+
 @pytest.mark.slow
-def test_every_urllib3_version_resolves():
+def test_every_urllib3_version_resolves(hypercorn_fork):
     """urllib3's test set moved from dev-requirements.txt to the group 'dev' at 2.4.0, and 2.2.0-2.3.0
     pin git commits (Quart is 0.20.0 throughout: the reference's image moves 2.2.x's 0.19.4 up): all
     of it is data in chains/urllib3/chain.yaml. Real sdists and resolutions (cached in the state home)."""
@@ -324,7 +346,7 @@ def test_every_urllib3_version_resolves():
     for version, expected in URLLIB3_PINS.items():
         pins = set(environments.pins(chain, version))
         assert expected <= pins, (version, sorted(expected - pins))
-        if "hypercorn==0.15.0" in expected:  # the Quart/hypercorn test servers, from 2.2.0 on
+        if FORK in expected:  # the Quart/hypercorn test servers, from 2.2.0 on
             assert {"quart-trio==0.12.0", "httpx", "h2"} <= pins | {pin.split("==")[0] for pin in pins}, version
         # The reference's image adds the optional decoders to every version, and pyOpenSSL to 2.0.7.
         assert {"brotli", "zstandard", "pyopenssl"} <= {pin.split("==")[0] for pin in pins}, version
@@ -506,3 +528,93 @@ def test_pytest_7_takes_the_reference_environment():
         assert {"numpy", "twisted", "pexpect", "asynctest", "xmlschema"} <= set(names), version
         pygments = Version(names["pygments"])
         assert pygments < Version("2.14") if Version(version) <= Version("7.2.0") else pygments < Version("2.19")
+
+
+def test_a_git_test_dependency_must_name_a_commit(tmp_path):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="40-hex commit"):
+        chain_with(tmp_path, {"wheels_from_git": {"hypercorn": "git+https://github.com/urllib3/hypercorn@main"}})
+    with pytest.raises(ValidationError, match="40-hex commit"):
+        chain_with(tmp_path, {"wheels_from_git": {"x": "git+ssh://host/x@" + "a" * 40}})
+
+
+def test_a_relabelled_wheel_installs_under_its_local_version(tmp_path):
+    import zipfile
+
+    built = tmp_path / "demo_dep-1.2-py3-none-any.whl"
+    with zipfile.ZipFile(built, "w") as archive:
+        archive.writestr("demo_dep/__init__.py", "FORK = True\n")
+        archive.writestr("demo_dep-1.2.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo-dep\nVersion: 1.2\n")
+        archive.writestr(
+            "demo_dep-1.2.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
+        archive.writestr("demo_dep-1.2.dist-info/RECORD", "")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert environments.relabelled_wheel(built, "git.0123456789ab", out) == "demo-dep==1.2+git.0123456789ab"
+    (wheel,) = out.glob("*.whl")
+    assert wheel.name == "demo_dep-1.2+git.0123456789ab-py3-none-any.whl"
+    target = tmp_path / "site"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+    )
+    assert (target / "demo_dep" / "__init__.py").read_text() == "FORK = True\n"
+    assert (
+        "Version: 1.2+git.0123456789ab" in (target / "demo_dep-1.2+git.0123456789ab.dist-info" / "METADATA").read_text()
+    )
+
+
+def test_a_git_test_dependency_is_built_from_its_mirror_and_pinned_where_a_version_requires_it(tmp_path, monkeypatch):
+    """urllib3 2.2.0 on require urllib3's fork of hypercorn from git; the chain names the commit, the host
+    builds it (from a mirror: SWECHAIN_GIT_INSTEAD_OF) and every requirement of that name gets its pin.
+    pip builds the checkout with setuptools from the real index."""
+    monkeypatch.setenv("SWECHAIN_HOME", str(tmp_path / "home"))
+    fork = tmp_path / "fork"
+    (fork / "forkdep").mkdir(parents=True)
+    (fork / "forkdep" / "__init__.py").write_text("")
+    (fork / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "forkdep"\nversion = "0.15.0"\n'
+    )
+    git = ["git", "-C", str(fork), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "--quiet", str(fork)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "--quiet", "-m", "fork"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    monkeypatch.setenv("SWECHAIN_GIT_INSTEAD_OF", f"{fork}=https://github.com/example/forkdep")
+    chain = chain_with(
+        tmp_path,
+        {
+            "wheels_from_git": {"ForkDep": f"git+https://github.com/example/forkdep@{commit}"},
+            "by_version": [{"versions": ">=2.0", "extra": ["forkdep @ git+https://github.com/example/forkdep@main"]}],
+        },
+    )
+    pin = f"forkdep==0.15.0+git.{commit[:12]}"
+    assert pin in environments.requirements(chain, "2.0")
+    assert not [r for r in environments.requirements(chain, "1.0") if "forkdep" in r]
+    (folder,) = environments.built_wheels(chain)
+    assert [w.name for w in folder.glob("*.whl")] == [f"forkdep-0.15.0+git.{commit[:12]}-py3-none-any.whl"]
+    monkeypatch.setenv("SWECHAIN_GIT_INSTEAD_OF", f"{tmp_path / 'nowhere'}=https://github.com/example/forkdep")
+    assert environments.git_wheel(chain, "ForkDep")[0] == pin  # built once, kept in the state home
+
+
+def test_an_unreachable_git_test_dependency_is_a_one_line_error_naming_the_mirror_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("SWECHAIN_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SWECHAIN_GIT_INSTEAD_OF", f"{tmp_path / 'missing'}=https://github.com/example/forkdep")
+    chain = chain_with(tmp_path, {"wheels_from_git": {"forkdep": "git+https://github.com/example/forkdep@" + "a" * 40}})
+    with pytest.raises(SwechainError, match="SWECHAIN_GIT_INSTEAD_OF can name a mirror") as raised:
+        environments.built_wheels(chain)
+    assert "\n" not in str(raised.value)
