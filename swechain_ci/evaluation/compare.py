@@ -188,7 +188,7 @@ def only_theirs_cause(
         if signature in message:
             return cause, why.format(ours=ours)
     for artifact in artifacts:
-        if artifact.signature in message:
+        if artifact.signature is not None and artifact.signature in message:
             return (
                 "reference artifact",
                 f"{artifact.reason} (reference_artifacts in chain.yaml); here the old code {ours}",
@@ -204,8 +204,15 @@ def only_theirs_cause(
     )
 
 
-def only_ours_cause(test: str, step: StepOracle, their_new: ReferenceRun, their_old: ReferenceRun) -> tuple[str, str]:
-    """Why we count a test that the reference does not: the first rule that matches."""
+def only_ours_cause(
+    test: str,
+    step: StepOracle,
+    their_new: ReferenceRun,
+    their_old: ReferenceRun,
+    artifacts: Sequence[ReferenceArtifact] = (),
+) -> tuple[str, str]:
+    """Why we count a test that the reference does not: the first rule that matches (the chain's
+    ``reference_artifacts`` that name tests its old-gold run passes, after the harness-wide ones)."""
     if test not in their_new.statuses:
         where = ", whose collection failed" if their_new.collection_error else ""
         return "collection error", f"no result in the reference's new-gold run{where}"
@@ -214,6 +221,12 @@ def only_ours_cause(test: str, step: StepOracle, their_new: ReferenceRun, their_
     if any(is_under(test, c) for c in step.old_gold_collection_errors):
         collector = next(c for c in step.old_gold_collection_errors if is_under(test, c))
         return "collection error", f"collection error in our old-gold run ({collector})"
+    if their_old.statuses.get(test) == "passed":
+        for artifact in artifacts:
+            if artifact.passes_there(test, step.next_version):
+                return "reference artifact", (
+                    f"{artifact.reason} (reference_artifacts in chain.yaml); here the old code {step.old_gold[test].value}"
+                )
     return "old gold differs", (
         f"old code {step.old_gold[test].value} here, {their_old.statuses.get(test)} in the reference's old-gold run"
     )
@@ -260,7 +273,7 @@ def compare(
             Difference(
                 test=t,
                 side="only ours",
-                **dict(zip(("cause", "why"), only_ours_cause(t, step, their_new, their_old), strict=True)),
+                **dict(zip(("cause", "why"), only_ours_cause(t, step, their_new, their_old, artifacts), strict=True)),
             )
             for t in sorted(ours - theirs)
         ] + [

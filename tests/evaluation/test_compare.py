@@ -317,3 +317,51 @@ def test_a_declared_known_failure_explains_a_test_only_the_reference_counts(tmp_
     assert causes == {test: "environment", other: "new gold differs"}, "only the target version's declarations count"
     assert "a declared known failure of 1.1" in next(d.why for d in row.differences if d.test == test)
     assert row.verdict == "differs: 1 of 2 unexplained"
+
+
+def test_a_chain_declared_test_the_references_old_code_passes_explains_a_test_only_we_count(tmp_path):
+    """jinja2-2 2.9 adds jinja2/idtracking.py; the reference's old-code tree keeps it, so 2.8.1's run of
+    tests/test_idtracking.py passes there (no failed import recorded) and fails here."""
+    test, other = "tests/test_idtracking.py::test_basics", "tests/test_api.py::test_other"
+    step = StepOracle(
+        index=2,
+        prev_version="1.0",
+        next_version="1.1",
+        new_gold={test: P, other: P},
+        old_gold={test: F, other: F},
+        upgrade_related=[test, other],
+    )
+    oracle = ChainOracle(
+        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
+    )
+    reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {test: "passed", other: "passed"})
+    reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {test: "passed", other: "passed"})
+    kept = ReferenceArtifact(
+        tests=["tests/test_idtracking.py"], versions="==1.1", reason="its old tree keeps the module"
+    )
+    [row] = compare(oracle, tmp_path / "ref", artifacts=[kept])
+    causes = {d.test: (d.cause, d.why) for d in row.differences}
+    assert causes[test] == (
+        "reference artifact",
+        "its old tree keeps the module (reference_artifacts in chain.yaml); here the old code failed",
+    )
+    assert causes[other][0] == "old gold differs" and row.verdict == "differs: 1 of 2 unexplained"
+    elsewhere = kept.model_copy(update={"versions": "==1.2"})  # another target version: not this step's cause
+    [row] = compare(oracle, tmp_path / "ref", artifacts=[elsewhere])
+    assert {d.cause for d in row.differences} == {"old gold differs"}
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"reason": "neither kind given"},
+        {"signature": "a message text", "tests": ["tests/t.py"], "reason": "both kinds given"},
+        {"signature": "a message text", "versions": "==1.1", "reason": "versions without tests"},
+        {"tests": ["tests/t.py"], "versions": "2.9-ish", "reason": "not a version range"},
+    ],
+)
+def test_a_reference_artifact_is_a_signature_or_tests(fields):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        ReferenceArtifact(**fields)
