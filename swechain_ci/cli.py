@@ -434,10 +434,11 @@ def chain_compare(
     """Agreement per step between our upgrade-related tests and the reference's, each difference explained.
 
     Ours is the committed chains/<id>/oracle.json where there is one, else the oracle built here."""
+    from swechain_ci.chain import sources
     from swechain_ci.chain.definition import load_chain
     from swechain_ci.evaluation import dataset, oracle
-    from swechain_ci.evaluation.compare import compare
-    from swechain_ci.models import ChainOracle
+    from swechain_ci.evaluation.compare import added_module_importers, compare
+    from swechain_ci.models import ChainOracle, StepOracle
     from swechain_ci.records import read_model
 
     loaded = load_chain(chain).select_steps(steps)
@@ -458,6 +459,17 @@ def chain_compare(
             f"run `swechain-ci chain build {loaded.id}{selection}` first"
         )
     config = loaded.config
+    unread: list[str] = []
+
+    def importers_of(step: StepOracle) -> dict[str, list[str]]:
+        # The two trees show which test files import a module the target adds (sources are cached).
+        try:
+            prev_tree, next_tree = (sources.source_root(loaded, v) for v in (step.prev_version, step.next_version))
+        except SwechainError as exc:
+            unread.append(f"step {step.index}: {exc}")
+            return {}
+        return added_module_importers(prev_tree, next_tree, config.source_root, config.test_folder, config.import_name)
+
     rows = compare(
         ours,
         reference,
@@ -465,6 +477,7 @@ def chain_compare(
         config.reference_artifacts,
         config.reference_skips,
         config.oracle.known_failures,
+        importers_of,
     )
     table = [
         [
@@ -491,6 +504,8 @@ def chain_compare(
             f"\n{len(rows)} of {len(ours.steps)} steps compared: the reference folder has no results for "
             f"step{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}"
         )
+    for line in unread:
+        typer.echo(f"sources not read, so the reference's kept modules are not looked for: {line}")
     if details:
         for r in rows:
             for d in r.differences:

@@ -303,43 +303,12 @@ class Environment(Strict):
 
 
 class ReferenceArtifact(Strict):
-    """A known artifact of the SWE-Chain reference's harness on this package, for `chain compare`.
+    """A known artifact of the SWE-Chain reference's harness on this package, for `chain compare`:
+    a test the reference counts as upgrade-related because its old-gold run failed with a message
+    holding ``signature``, while the old code passes here."""
 
-    With ``signature``: a test the reference counts as upgrade-related because its old-gold run failed
-    with a message holding it, while the old code passes here. With ``tests`` (and ``versions``, the
-    target versions it holds for): tests that the reference's old-gold run passes and ours does not,
-    for the same harness-side reason (its old-code tree keeps the modules the target version added).
-    """
-
-    signature: str | None = Field(None, min_length=8, description="text of the reference's old-gold failure message")
-    tests: list[str] = Field(
-        default_factory=list, description="node ids or their prefixes that the reference's old-gold run passes"
-    )
-    versions: str | None = Field(None, description="the target versions a tests entry holds for, e.g. '==2.9'")
-    reason: str = Field(min_length=8, description="why that outcome is the reference's, not the old code's")
-
-    @field_validator("versions")
-    @classmethod
-    def _specifier(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                SpecifierSet(value)
-            except InvalidSpecifier:
-                raise ValueError(f"'{value}' is not a version range; write it as '==2.9' or '>=1.0,<2.0'") from None
-        return value
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> ReferenceArtifact:
-        if (self.signature is None) == (not self.tests):
-            raise ValueError("give a signature (of the reference's failure) or tests (that it passes), not both")
-        if self.versions is not None and not self.tests:
-            raise ValueError("versions narrows a tests entry; a signature entry holds wherever its message shows")
-        return self
-
-    def passes_there(self, test: str, target: str) -> bool:
-        """Whether this entry says the reference's old-gold run passes ``test`` on the way to ``target``."""
-        in_range = self.versions is None or SpecifierSet(self.versions).contains(target, prereleases=True)
-        return in_range and any(test == prefix or test.startswith(f"{prefix}::") for prefix in self.tests)
+    signature: str = Field(min_length=8, description="text of the reference's old-gold failure message")
+    reason: str = Field(min_length=8, description="why that failure is the reference's, not the old code's")
 
 
 class ReferenceSkip(Strict):

@@ -11,9 +11,10 @@ first matching rule (``only_theirs_cause``, ``only_ours_cause``), and each step 
 
 from __future__ import annotations
 
+import ast
 import json
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 
 from pydantic import BaseModel, Field
@@ -32,6 +33,7 @@ EXPLAINED = {
     "collection error",
     "reference import hook",
     "reference artifact",
+    "reference kept modules",
     "environment",
 }
 
@@ -55,6 +57,55 @@ REFERENCE_ARTIFACTS: tuple[tuple[str, str, str], ...] = (
         "traceback: an artifact of the reference's harness; here the old code {ours}",
     ),
 )
+
+
+def package_modules(package_root: Path, import_name: str) -> set[str]:
+    """Dotted names of the modules of ``import_name`` under ``package_root`` (the tree's source root)."""
+    names = set()
+    for path in (package_root / import_name).rglob("*.py"):
+        parts = path.relative_to(package_root).with_suffix("").parts
+        names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module name a Python file imports, and each ``from X import y`` as ``X.y`` too (y may be one)."""
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (SyntaxError, ValueError, OSError):
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def added_module_importers(
+    prev_tree: Path, next_tree: Path, source_root: str, test_folder: str, import_name: str
+) -> dict[str, list[str]]:
+    """The target's test files (conftest.py included), by path from the tree's root, that import a
+    module of the package the target adds, with those modules: what the reference's old-code runs can
+    import and ours cannot, since its old-code tree keeps the target's files."""
+    added = package_modules(next_tree / source_root, import_name) - package_modules(
+        prev_tree / source_root, import_name
+    )
+    importers = {}
+    for path in sorted((next_tree / test_folder).rglob("*.py")) if added else []:
+        found = sorted(imported_modules(path) & added)
+        if found:
+            importers[path.relative_to(next_tree).as_posix()] = found
+    return importers
+
+
+def kept_modules_of(test: str, importers: Mapping[str, Sequence[str]]) -> list[str]:
+    """The added modules a test's own file, or a conftest.py in a folder above it, imports."""
+    file = PurePosixPath(test.split("::", 1)[0])
+    owners = [file.as_posix()] + [(folder / "conftest.py").as_posix() for folder in file.parents]
+    return sorted({module for owner in owners for module in importers.get(owner, ())})
 
 
 class Difference(Strict):
@@ -188,7 +239,7 @@ def only_theirs_cause(
         if signature in message:
             return cause, why.format(ours=ours)
     for artifact in artifacts:
-        if artifact.signature is not None and artifact.signature in message:
+        if artifact.signature in message:
             return (
                 "reference artifact",
                 f"{artifact.reason} (reference_artifacts in chain.yaml); here the old code {ours}",
@@ -209,10 +260,10 @@ def only_ours_cause(
     step: StepOracle,
     their_new: ReferenceRun,
     their_old: ReferenceRun,
-    artifacts: Sequence[ReferenceArtifact] = (),
+    importers: Mapping[str, Sequence[str]] = MappingProxyType({}),
 ) -> tuple[str, str]:
-    """Why we count a test that the reference does not: the first rule that matches (the chain's
-    ``reference_artifacts`` that name tests its old-gold run passes, after the harness-wide ones)."""
+    """Why we count a test that the reference does not: the first rule that matches (``importers``:
+    the target's test files that import a module it adds, see ``added_module_importers``)."""
     if test not in their_new.statuses:
         where = ", whose collection failed" if their_new.collection_error else ""
         return "collection error", f"no result in the reference's new-gold run{where}"
@@ -221,12 +272,12 @@ def only_ours_cause(
     if any(is_under(test, c) for c in step.old_gold_collection_errors):
         collector = next(c for c in step.old_gold_collection_errors if is_under(test, c))
         return "collection error", f"collection error in our old-gold run ({collector})"
-    if their_old.statuses.get(test) == "passed":
-        for artifact in artifacts:
-            if artifact.passes_there(test, step.next_version):
-                return "reference artifact", (
-                    f"{artifact.reason} (reference_artifacts in chain.yaml); here the old code {step.old_gold[test].value}"
-                )
+    if their_old.statuses.get(test) == "passed" and (kept := kept_modules_of(test, importers)):
+        return "reference kept modules", (
+            f"the target adds {', '.join(kept)}, which this test's file or a conftest.py above it imports: "
+            f"the reference's old-code tree keeps the target's files, so its old-gold run imports them; "
+            f"here the old code has no such module ({step.old_gold[test].value})"
+        )
     return "old gold differs", (
         f"old code {step.old_gold[test].value} here, {their_old.statuses.get(test)} in the reference's old-gold run"
     )
@@ -249,7 +300,10 @@ def compare(
     artifacts: Sequence[ReferenceArtifact] = (),
     skips: Sequence[ReferenceSkip] = (),
     known_failures: Mapping[str, Sequence[str]] = MappingProxyType({}),
+    importers_of: Callable[[StepOracle], Mapping[str, Sequence[str]]] = lambda step: {},
 ) -> list[StepAgreement]:
+    """Each step the reference holds, compared. ``importers_of``: a step's ``added_module_importers``
+    (its two source trees read where they can be had), asked only for the steps compared."""
     if not oracle.steps:
         return []
     first = oracle.steps[0]
@@ -266,6 +320,7 @@ def compare(
     rows = []
     for step in present:
         their_new, their_old = reference_runs(reference, step.prev_version, step.next_version)
+        importers = importers_of(step) if set(step.upgrade_related) - related_in(their_new, their_old) else {}
         theirs = related_in(their_new, their_old)
         ours = set(step.upgrade_related)
         union = ours | theirs
@@ -273,7 +328,13 @@ def compare(
             Difference(
                 test=t,
                 side="only ours",
-                **dict(zip(("cause", "why"), only_ours_cause(t, step, their_new, their_old, artifacts), strict=True)),
+                **dict(
+                    zip(
+                        ("cause", "why"),
+                        only_ours_cause(t, step, their_new, their_old, importers),
+                        strict=True,
+                    )
+                ),
             )
             for t in sorted(ours - theirs)
         ] + [

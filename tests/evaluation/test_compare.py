@@ -319,49 +319,48 @@ def test_a_declared_known_failure_explains_a_test_only_the_reference_counts(tmp_
     assert row.verdict == "differs: 1 of 2 unexplained"
 
 
-def test_a_chain_declared_test_the_references_old_code_passes_explains_a_test_only_we_count(tmp_path):
-    """jinja2-2 2.9 adds jinja2/idtracking.py; the reference's old-code tree keeps it, so 2.8.1's run of
-    tests/test_idtracking.py passes there (no failed import recorded) and fails here."""
-    test, other = "tests/test_idtracking.py::test_basics", "tests/test_api.py::test_other"
+def test_a_test_importing_a_module_the_target_adds_is_explained_by_the_references_kept_modules(tmp_path):
+    """jinja2-2 2.9 adds jinja2/idtracking.py, and urllib3 2.2.0's conftest imports urllib3.http2: the
+    reference's old-code tree keeps the target's files, so its old-gold run of such tests passes; here
+    the old code has no such module. Found in the two trees, for every chain alike."""
+    from swechain_ci.evaluation.compare import added_module_importers, kept_modules_of
+
+    for version, modules in {"1.0": ["__init__", "core"], "1.1": ["__init__", "core", "tracking", "http2"]}.items():
+        for module in modules:
+            path = tmp_path / version / "src" / "demo" / f"{module}.py"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("")
+        tests = tmp_path / version / "tests"
+        (tests / "sub").mkdir(parents=True, exist_ok=True)
+        (tests / "test_core.py").write_text("from demo import core\n")
+        (tests / "test_tracking.py").write_text("from demo.tracking import symbols\nimport os\n")
+        (tests / "sub" / "conftest.py").write_text("import demo.http2\n")
+        (tests / "sub" / "test_any.py").write_text("def test_it(): pass\n")
+    (tmp_path / "1.1" / "tests" / "test_broken.py").write_text("def (:\n")  # unparsable: no imports read
+    importers = added_module_importers(tmp_path / "1.0", tmp_path / "1.1", "src", "tests", "demo")
+    assert importers == {"tests/sub/conftest.py": ["demo.http2"], "tests/test_tracking.py": ["demo.tracking"]}
+    assert kept_modules_of("tests/sub/test_any.py::test_it", importers) == ["demo.http2"]
+    assert kept_modules_of("tests/test_core.py::test_core", importers) == []
+    assert added_module_importers(tmp_path / "1.0", tmp_path / "1.0", "src", "tests", "demo") == {}
+
+    tracked, core = "tests/test_tracking.py::test_symbols", "tests/test_core.py::test_core"
     step = StepOracle(
         index=2,
         prev_version="1.0",
         next_version="1.1",
-        new_gold={test: P, other: P},
-        old_gold={test: F, other: F},
-        upgrade_related=[test, other],
+        new_gold={tracked: P, core: P},
+        old_gold={tracked: F, core: F},
+        upgrade_related=[tracked, core],
     )
     oracle = ChainOracle(
         chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
     )
-    reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {test: "passed", other: "passed"})
-    reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {test: "passed", other: "passed"})
-    kept = ReferenceArtifact(
-        tests=["tests/test_idtracking.py"], versions="==1.1", reason="its old tree keeps the module"
-    )
-    [row] = compare(oracle, tmp_path / "ref", artifacts=[kept])
-    causes = {d.test: (d.cause, d.why) for d in row.differences}
-    assert causes[test] == (
-        "reference artifact",
-        "its old tree keeps the module (reference_artifacts in chain.yaml); here the old code failed",
-    )
-    assert causes[other][0] == "old gold differs" and row.verdict == "differs: 1 of 2 unexplained"
-    elsewhere = kept.model_copy(update={"versions": "==1.2"})  # another target version: not this step's cause
-    [row] = compare(oracle, tmp_path / "ref", artifacts=[elsewhere])
-    assert {d.cause for d in row.differences} == {"old gold differs"}
-
-
-@pytest.mark.parametrize(
-    "fields",
-    [
-        {"reason": "neither kind given"},
-        {"signature": "a message text", "tests": ["tests/t.py"], "reason": "both kinds given"},
-        {"signature": "a message text", "versions": "==1.1", "reason": "versions without tests"},
-        {"tests": ["tests/t.py"], "versions": "2.9-ish", "reason": "not a version range"},
-    ],
-)
-def test_a_reference_artifact_is_a_signature_or_tests(fields):
-    from pydantic import ValidationError
-
-    with pytest.raises(ValidationError):
-        ReferenceArtifact(**fields)
+    reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {tracked: "passed", core: "passed"})
+    reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {tracked: "passed", core: "passed"})
+    [row] = compare(oracle, tmp_path / "ref", importers_of=lambda step: importers)
+    causes = {d.test: d.cause for d in row.differences}
+    assert causes == {tracked: "reference kept modules", core: "old gold differs"}
+    assert row.verdict == "differs: 1 of 2 unexplained"
+    asked = []
+    [row] = compare(oracle, tmp_path / "ref", importers_of=lambda step: asked.append(step.index) or {})
+    assert asked == [2] and row.verdict == "differs: 2 of 2 unexplained"
