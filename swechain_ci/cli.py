@@ -437,7 +437,7 @@ def chain_compare(
     from swechain_ci.chain import sources
     from swechain_ci.chain.definition import load_chain
     from swechain_ci.evaluation import dataset, oracle
-    from swechain_ci.evaluation.compare import added_module_importers, compare
+    from swechain_ci.evaluation.compare import TreeChanges, compare, tree_changes
     from swechain_ci.models import ChainOracle, StepOracle
     from swechain_ci.records import read_model
 
@@ -461,14 +461,14 @@ def chain_compare(
     config = loaded.config
     unread: list[str] = []
 
-    def importers_of(step: StepOracle) -> dict[str, list[str]]:
-        # The two trees show which test files import a module the target adds (sources are cached).
+    def changes_of(step: StepOracle) -> TreeChanges:
+        # The two trees show what the reference's old-code runs import that ours cannot (sources are cached).
         try:
             prev_tree, next_tree = (sources.source_root(loaded, v) for v in (step.prev_version, step.next_version))
         except SwechainError as exc:
             unread.append(f"step {step.index}: {exc}")
-            return {}
-        return added_module_importers(prev_tree, next_tree, config.source_root, config.test_folder, config.import_name)
+            return TreeChanges()
+        return tree_changes(prev_tree, next_tree, loaded)
 
     rows = compare(
         ours,
@@ -477,7 +477,7 @@ def chain_compare(
         config.reference_artifacts,
         config.reference_skips,
         config.oracle.known_failures,
-        importers_of,
+        changes_of,
     )
     table = [
         [
@@ -505,7 +505,7 @@ def chain_compare(
             f"step{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}"
         )
     for line in unread:
-        typer.echo(f"sources not read, so the reference's kept modules are not looked for: {line}")
+        typer.echo(f"sources not read, so the reference's kept modules and old support code are not looked for: {line}")
     if details:
         for r in rows:
             for d in r.differences:

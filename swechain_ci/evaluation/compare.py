@@ -19,7 +19,8 @@ from types import MappingProxyType
 
 from pydantic import BaseModel, Field
 
-from swechain_ci.chain.definition import ReferenceArtifact, ReferenceSkip
+from swechain_ci.chain.definition import Chain, ReferenceArtifact, ReferenceSkip
+from swechain_ci.chain.sources import is_hidden, is_protected
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.outcomes import is_under
 from swechain_ci.models import ChainOracle, Status, StepOracle, Strict
@@ -34,6 +35,7 @@ EXPLAINED = {
     "reference import hook",
     "reference artifact",
     "reference kept modules",
+    "reference old support code",
     "environment",
 }
 
@@ -61,11 +63,10 @@ REFERENCE_ARTIFACTS: tuple[tuple[str, str, str], ...] = (
 
 def package_modules(package_root: Path, import_name: str) -> set[str]:
     """Dotted names of the modules of ``import_name`` under ``package_root`` (the tree's source root)."""
-    names = set()
-    for path in (package_root / import_name).rglob("*.py"):
-        parts = path.relative_to(package_root).with_suffix("").parts
-        names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
-    return names
+    return {
+        module_name(PurePosixPath(path.relative_to(package_root).as_posix()))
+        for path in (package_root / import_name).rglob("*.py")
+    }
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -84,25 +85,48 @@ def imported_modules(path: Path) -> set[str]:
     return names
 
 
-def added_module_importers(
-    prev_tree: Path, next_tree: Path, source_root: str, test_folder: str, import_name: str
-) -> dict[str, list[str]]:
-    """The target's test files (conftest.py included), by path from the tree's root, that import a
-    module of the package the target adds, with those modules: what the reference's old-code runs can
-    import and ours cannot, since its old-code tree keeps the target's files."""
-    added = package_modules(next_tree / source_root, import_name) - package_modules(
-        prev_tree / source_root, import_name
+class TreeChanges(Strict):
+    """What the step's two source trees tell about the reference's old-code runs, which run in the
+    target's tree with the old release's files copied over it: the target's test files (conftest.py
+    included, by path from the tree's root) that import a module of the package the target adds (kept
+    there, missing here), and those that import protected support code outside the test folder that
+    the target changed (the old release's there, the target's here, with the hidden tests)."""
+
+    added: dict[str, list[str]] = Field(default_factory=dict)
+    support: dict[str, list[str]] = Field(default_factory=dict)
+
+
+def module_name(rel: PurePosixPath) -> str:
+    parts = rel.with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def tree_changes(prev_tree: Path, next_tree: Path, chain: Chain) -> TreeChanges:
+    config = chain.config
+    added = package_modules(next_tree / config.source_root, config.import_name) - package_modules(
+        prev_tree / config.source_root, config.import_name
     )
-    importers = {}
-    for path in sorted((next_tree / test_folder).rglob("*.py")) if added else []:
-        found = sorted(imported_modules(path) & added)
-        if found:
-            importers[path.relative_to(next_tree).as_posix()] = found
-    return importers
+    support = set()
+    for path in next_tree.rglob("*.py"):
+        rel = PurePosixPath(path.relative_to(next_tree).as_posix())
+        if is_hidden(rel, config.test_folder) or rel.name == "conftest.py" or not is_protected(rel, chain):
+            continue
+        before = prev_tree / rel
+        if not before.is_file() or before.read_bytes() != path.read_bytes():
+            support.add(module_name(rel))
+    changes = TreeChanges()
+    for path in sorted((next_tree / config.test_folder).rglob("*.py")) if added | support else []:
+        imported = imported_modules(path)
+        file = path.relative_to(next_tree).as_posix()
+        if found := sorted(imported & added):
+            changes.added[file] = found
+        if found := sorted(imported & support):
+            changes.support[file] = found
+    return changes
 
 
-def kept_modules_of(test: str, importers: Mapping[str, Sequence[str]]) -> list[str]:
-    """The added modules a test's own file, or a conftest.py in a folder above it, imports."""
+def imported_by(test: str, importers: Mapping[str, Sequence[str]]) -> list[str]:
+    """The modules of ``importers`` that a test's own file, or a conftest.py in a folder above it, imports."""
     file = PurePosixPath(test.split("::", 1)[0])
     owners = [file.as_posix()] + [(folder / "conftest.py").as_posix() for folder in file.parents]
     return sorted({module for owner in owners for module in importers.get(owner, ())})
@@ -212,10 +236,12 @@ def only_theirs_cause(
     artifacts: Sequence[ReferenceArtifact] = (),
     skips: Sequence[ReferenceSkip] = (),
     known_failures: Mapping[str, Sequence[str]] = MappingProxyType({}),
+    changes: TreeChanges | None = None,
 ) -> tuple[str, str]:
     """Why the reference counts a test that we do not: the first rule that matches (the chain's
-    own ``reference_artifacts`` after the harness-wide ones; its ``reference_skips``; its declared
-    ``known_failures`` of the target version, each a documented difference of environment)."""
+    own ``reference_artifacts`` after the harness-wide ones; the support code the reference takes from
+    the old release, in ``changes``; its ``reference_skips``; its declared ``known_failures`` of the
+    target version, each a documented difference of environment)."""
     if test in step.needs_network:
         return "needs_network", f"excluded here: {step.excluded.get(test, 'needs_network')}"
     if test in step.flaky:
@@ -244,6 +270,14 @@ def only_theirs_cause(
                 "reference artifact",
                 f"{artifact.reason} (reference_artifacts in chain.yaml); here the old code {ours}",
             )
+    if their_old.statuses.get(test) in BROKEN_REFERENCE and (
+        support := imported_by(test, (changes or TreeChanges()).support)
+    ):
+        return "reference old support code", (
+            f"this test's file or a conftest.py above it imports {', '.join(support)}, protected support code the "
+            "target changed: the reference's old-code runs take it from the old release, here it comes with the "
+            f"hidden tests; here the old code {ours}"
+        )
     if test not in their_old.statuses and their_old.collection_error:
         return (
             "collection error",
@@ -260,10 +294,10 @@ def only_ours_cause(
     step: StepOracle,
     their_new: ReferenceRun,
     their_old: ReferenceRun,
-    importers: Mapping[str, Sequence[str]] = MappingProxyType({}),
+    changes: TreeChanges | None = None,
 ) -> tuple[str, str]:
-    """Why we count a test that the reference does not: the first rule that matches (``importers``:
-    the target's test files that import a module it adds, see ``added_module_importers``)."""
+    """Why we count a test that the reference does not: the first rule that matches (``changes``:
+    what the step's two trees tell, see ``TreeChanges``)."""
     if test not in their_new.statuses:
         where = ", whose collection failed" if their_new.collection_error else ""
         return "collection error", f"no result in the reference's new-gold run{where}"
@@ -272,7 +306,7 @@ def only_ours_cause(
     if any(is_under(test, c) for c in step.old_gold_collection_errors):
         collector = next(c for c in step.old_gold_collection_errors if is_under(test, c))
         return "collection error", f"collection error in our old-gold run ({collector})"
-    if their_old.statuses.get(test) == "passed" and (kept := kept_modules_of(test, importers)):
+    if their_old.statuses.get(test) == "passed" and (kept := imported_by(test, (changes or TreeChanges()).added)):
         return "reference kept modules", (
             f"the target adds {', '.join(kept)}, which this test's file or a conftest.py above it imports: "
             f"the reference's old-code tree keeps the target's files, so its old-gold run imports them; "
@@ -300,10 +334,10 @@ def compare(
     artifacts: Sequence[ReferenceArtifact] = (),
     skips: Sequence[ReferenceSkip] = (),
     known_failures: Mapping[str, Sequence[str]] = MappingProxyType({}),
-    importers_of: Callable[[StepOracle], Mapping[str, Sequence[str]]] = lambda step: {},
+    changes_of: Callable[[StepOracle], TreeChanges] = lambda step: TreeChanges(),
 ) -> list[StepAgreement]:
-    """Each step the reference holds, compared. ``importers_of``: a step's ``added_module_importers``
-    (its two source trees read where they can be had), asked only for the steps compared."""
+    """Each step the reference holds, compared. ``changes_of``: a step's ``tree_changes`` (its two
+    source trees read where they can be had), asked only for a step with differences."""
     if not oracle.steps:
         return []
     first = oracle.steps[0]
@@ -320,8 +354,8 @@ def compare(
     rows = []
     for step in present:
         their_new, their_old = reference_runs(reference, step.prev_version, step.next_version)
-        importers = importers_of(step) if set(step.upgrade_related) - related_in(their_new, their_old) else {}
         theirs = related_in(their_new, their_old)
+        changes = changes_of(step) if theirs != set(step.upgrade_related) else TreeChanges()
         ours = set(step.upgrade_related)
         union = ours | theirs
         differences = [
@@ -331,7 +365,7 @@ def compare(
                 **dict(
                     zip(
                         ("cause", "why"),
-                        only_ours_cause(t, step, their_new, their_old, importers),
+                        only_ours_cause(t, step, their_new, their_old, changes),
                         strict=True,
                     )
                 ),
@@ -344,7 +378,7 @@ def compare(
                 **dict(
                     zip(
                         ("cause", "why"),
-                        only_theirs_cause(t, step, their_old, artifacts, skips, known_failures),
+                        only_theirs_cause(t, step, their_old, artifacts, skips, known_failures, changes),
                         strict=True,
                     )
                 ),

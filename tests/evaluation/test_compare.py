@@ -9,7 +9,7 @@ import pytest
 
 from swechain_ci.chain.definition import ReferenceArtifact, ReferenceSkip
 from swechain_ci.errors import SwechainError
-from swechain_ci.evaluation.compare import compare
+from swechain_ci.evaluation.compare import TreeChanges, compare
 from swechain_ci.models import ChainOracle, Status, StepOracle
 
 P, F, E = Status.passed, Status.failed, Status.error
@@ -319,48 +319,99 @@ def test_a_declared_known_failure_explains_a_test_only_the_reference_counts(tmp_
     assert row.verdict == "differs: 1 of 2 unexplained"
 
 
-def test_a_test_importing_a_module_the_target_adds_is_explained_by_the_references_kept_modules(tmp_path):
-    """jinja2-2 2.9 adds jinja2/idtracking.py, and urllib3 2.2.0's conftest imports urllib3.http2: the
-    reference's old-code tree keeps the target's files, so its old-gold run of such tests passes; here
-    the old code has no such module. Found in the two trees, for every chain alike."""
-    from swechain_ci.evaluation.compare import added_module_importers, kept_modules_of
+def demo_chain(tmp_path: Path):
+    from swechain_ci.chain.definition import Chain, ChainConfig
 
-    for version, modules in {"1.0": ["__init__", "core"], "1.1": ["__init__", "core", "tracking", "http2"]}.items():
-        for module in modules:
-            path = tmp_path / version / "src" / "demo" / f"{module}.py"
+    config = ChainConfig.model_validate(
+        {
+            "id": "demo",
+            "package": "demo",
+            "import_name": "demo",
+            "source_root": "src",
+            "protected_files": ["pyproject.toml", "support/**"],
+            "versions": [{"version": v, "source": {"kind": "pypi"}} for v in ("1.0", "1.1")],
+        }
+    )
+    return Chain(config, tmp_path)
+
+
+def write_trees(tmp_path: Path) -> None:
+    """1.1 adds demo.tracking and demo.http2, and changes the protected test server support/server.py."""
+    files = {
+        "1.0": {"src/demo/__init__.py": "", "src/demo/core.py": "", "support/server.py": "def start(): ...\n"},
+        "1.1": {
+            "src/demo/__init__.py": "",
+            "src/demo/core.py": "",
+            "src/demo/tracking.py": "",
+            "src/demo/http2.py": "",
+            "support/server.py": "def start(quit_event=None): ...\n",
+            "support/__init__.py": "",
+        },
+    }
+    tests = {
+        "tests/test_core.py": "from demo import core\n",
+        "tests/test_tracking.py": "from demo.tracking import symbols\nimport os\n",
+        "tests/sub/conftest.py": "import demo.http2\n",
+        "tests/sub/test_any.py": "def test_it(): pass\n",
+        "tests/test_socket.py": "from support.server import start\n",
+    }
+    for version, tree in files.items():
+        for rel, text in {**tree, **tests}.items():
+            path = tmp_path / version / rel
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("")
-        tests = tmp_path / version / "tests"
-        (tests / "sub").mkdir(parents=True, exist_ok=True)
-        (tests / "test_core.py").write_text("from demo import core\n")
-        (tests / "test_tracking.py").write_text("from demo.tracking import symbols\nimport os\n")
-        (tests / "sub" / "conftest.py").write_text("import demo.http2\n")
-        (tests / "sub" / "test_any.py").write_text("def test_it(): pass\n")
+            path.write_text(text)
     (tmp_path / "1.1" / "tests" / "test_broken.py").write_text("def (:\n")  # unparsable: no imports read
-    importers = added_module_importers(tmp_path / "1.0", tmp_path / "1.1", "src", "tests", "demo")
-    assert importers == {"tests/sub/conftest.py": ["demo.http2"], "tests/test_tracking.py": ["demo.tracking"]}
-    assert kept_modules_of("tests/sub/test_any.py::test_it", importers) == ["demo.http2"]
-    assert kept_modules_of("tests/test_core.py::test_core", importers) == []
-    assert added_module_importers(tmp_path / "1.0", tmp_path / "1.0", "src", "tests", "demo") == {}
 
-    tracked, core = "tests/test_tracking.py::test_symbols", "tests/test_core.py::test_core"
+
+def test_the_two_trees_show_the_modules_the_target_adds_and_the_support_code_it_changes(tmp_path):
+    """The reference's old-code runs run in the target's tree with the old release copied over it: a
+    module the target adds is still there (jinja2-2 2.9's idtracking, urllib3 2.2.0's http2, imported by
+    its conftest), and protected support code outside the test folder is the old release's (urllib3
+    2.2.2's dummyserver.testcase)."""
+    from swechain_ci.evaluation.compare import imported_by, tree_changes
+
+    write_trees(tmp_path)
+    changes = tree_changes(tmp_path / "1.0", tmp_path / "1.1", demo_chain(tmp_path))
+    assert changes.added == {"tests/sub/conftest.py": ["demo.http2"], "tests/test_tracking.py": ["demo.tracking"]}
+    assert changes.support == {"tests/test_socket.py": ["support.server"]}
+    assert imported_by("tests/sub/test_any.py::test_it", changes.added) == ["demo.http2"]
+    assert imported_by("tests/test_core.py::test_core", changes.added) == []
+    same = tree_changes(tmp_path / "1.0", tmp_path / "1.0", demo_chain(tmp_path))
+    assert (same.added, same.support) == ({}, {})
+
+
+def test_differences_from_the_references_tree_overlay_are_explained_from_the_two_trees(tmp_path):
+    from swechain_ci.evaluation.compare import tree_changes
+
+    write_trees(tmp_path)
+    changes = tree_changes(tmp_path / "1.0", tmp_path / "1.1", demo_chain(tmp_path))
+    tracked, core, socket = (
+        "tests/test_tracking.py::test_symbols",
+        "tests/test_core.py::test_core",
+        "tests/test_socket.py::t",
+    )
     step = StepOracle(
         index=2,
         prev_version="1.0",
         next_version="1.1",
-        new_gold={tracked: P, core: P},
-        old_gold={tracked: F, core: F},
+        new_gold={tracked: P, core: P, socket: P},
+        old_gold={tracked: F, core: F, socket: P},
         upgrade_related=[tracked, core],
     )
     oracle = ChainOracle(
         chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
     )
-    reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {tracked: "passed", core: "passed"})
-    reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {tracked: "passed", core: "passed"})
-    [row] = compare(oracle, tmp_path / "ref", importers_of=lambda step: importers)
+    reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", dict.fromkeys([tracked, core, socket], "passed"))
+    reference_run(
+        tmp_path / "ref" / "1.1",
+        "v1.0_cross_test_results.json",
+        {tracked: "passed", core: "passed", socket: "failed"},
+        messages={socket: "TypeError: start() got an unexpected keyword argument 'quit_event'"},
+    )
+    [row] = compare(oracle, tmp_path / "ref", changes_of=lambda step: changes)
     causes = {d.test: d.cause for d in row.differences}
-    assert causes == {tracked: "reference kept modules", core: "old gold differs"}
-    assert row.verdict == "differs: 1 of 2 unexplained"
+    assert causes == {tracked: "reference kept modules", core: "old gold differs", socket: "reference old support code"}
+    assert row.verdict == "differs: 1 of 3 unexplained"
     asked = []
-    [row] = compare(oracle, tmp_path / "ref", importers_of=lambda step: asked.append(step.index) or {})
-    assert asked == [2] and row.verdict == "differs: 2 of 2 unexplained"
+    [row] = compare(oracle, tmp_path / "ref", changes_of=lambda step: asked.append(step.index) or TreeChanges())
+    assert asked == [2] and row.verdict == "differs: 3 of 3 unexplained"
