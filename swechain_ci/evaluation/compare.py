@@ -295,9 +295,11 @@ def only_ours_cause(
     their_new: ReferenceRun,
     their_old: ReferenceRun,
     changes: TreeChanges | None = None,
+    known_failures: Mapping[str, Sequence[str]] = MappingProxyType({}),
 ) -> tuple[str, str]:
     """Why we count a test that the reference does not: the first rule that matches (``changes``:
-    what the step's two trees tell, see ``TreeChanges``)."""
+    what the step's two trees tell, see ``TreeChanges``; a declared known failure of the old version,
+    whose failure here is the environment's)."""
     if test not in their_new.statuses:
         where = ", whose collection failed" if their_new.collection_error else ""
         return "collection error", f"no result in the reference's new-gold run{where}"
@@ -311,6 +313,11 @@ def only_ours_cause(
             f"the target adds {', '.join(kept)}, which this test's file or a conftest.py above it imports: "
             f"the reference's old-code tree keeps the target's files, so its old-gold run imports them; "
             f"here the old code has no such module ({step.old_gold[test].value})"
+        )
+    if their_old.statuses.get(test) == "passed" and test in known_failures.get(step.prev_version, ()):
+        return "environment", (
+            f"old code {step.old_gold[test].value} here: a declared known failure of {step.prev_version} here "
+            "(oracle.known_failures in chain.yaml; the chain's README says why), passed in the reference's old-gold run"
         )
     return "old gold differs", (
         f"old code {step.old_gold[test].value} here, {their_old.statuses.get(test)} in the reference's old-gold run"
@@ -365,7 +372,7 @@ def compare(
                 **dict(
                     zip(
                         ("cause", "why"),
-                        only_ours_cause(t, step, their_new, their_old, changes),
+                        only_ours_cause(t, step, their_new, their_old, changes, known_failures),
                         strict=True,
                     )
                 ),

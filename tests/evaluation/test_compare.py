@@ -415,3 +415,26 @@ def test_differences_from_the_references_tree_overlay_are_explained_from_the_two
     asked = []
     [row] = compare(oracle, tmp_path / "ref", changes_of=lambda step: asked.append(step.index) or TreeChanges())
     assert asked == [2] and row.verdict == "differs: 3 of 3 unexplained"
+
+
+def test_a_declared_known_failure_of_the_old_version_explains_a_test_only_we_count(tmp_path):
+    """poetry 1.6.0's code fails 1.7.0's test_run_installs_with_local_setuptools_directory here (it
+    writes egg-info into the read-only test tree), passes it in the reference: not the upgrade's doing."""
+    test, other = "tests/test_installer.py::test_local_setuptools", "tests/test_other.py::test_changed"
+    step = StepOracle(
+        index=3,
+        prev_version="1.0",
+        next_version="1.1",
+        new_gold={test: P, other: P},
+        old_gold={test: F, other: F},
+        upgrade_related=[test, other],
+    )
+    oracle = ChainOracle(
+        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
+    )
+    reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {test: "passed", other: "passed"})
+    reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {test: "passed", other: "passed"})
+    [row] = compare(oracle, tmp_path / "ref", known_failures={"1.0": [test], "1.1": [other]})
+    causes = {d.test: d.cause for d in row.differences}
+    assert causes == {test: "environment", other: "old gold differs"}, "only the old version's declarations count"
+    assert "a declared known failure of 1.0 here" in next(d.why for d in row.differences if d.test == test)
