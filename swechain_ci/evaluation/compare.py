@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from swechain_ci.chain.definition import Chain, ReferenceArtifact, ReferenceSkip
 from swechain_ci.chain.sources import is_hidden, is_protected
 from swechain_ci.errors import SwechainError
+from swechain_ci.evaluation.change_scan import imported_modules
 from swechain_ci.evaluation.outcomes import is_under
 from swechain_ci.models import ChainOracle, Status, StepOracle, Strict
 
@@ -69,18 +70,17 @@ def package_modules(package_root: Path, import_name: str) -> set[str]:
     }
 
 
-def imported_modules(path: Path) -> set[str]:
-    """Every module name a Python file imports, and each ``from X import y`` as ``X.y`` too (y may be one)."""
+def file_imports(path: Path) -> set[str]:
+    """Every module a Python file imports (as the change scan reads an import), and each
+    ``from X import y`` as ``X.y`` too (y may be a module)."""
     try:
         tree = ast.parse(path.read_bytes())
     except (SyntaxError, ValueError, OSError):
         return set()
     names: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module)
+        names.update(imported_modules(node))
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
 
@@ -116,7 +116,7 @@ def tree_changes(prev_tree: Path, next_tree: Path, chain: Chain) -> TreeChanges:
             support.add(module_name(rel))
     changes = TreeChanges()
     for path in sorted((next_tree / config.test_folder).rglob("*.py")) if added | support else []:
-        imported = imported_modules(path)
+        imported = file_imports(path)
         file = path.relative_to(next_tree).as_posix()
         if found := sorted(imported & added):
             changes.added[file] = found
