@@ -89,10 +89,13 @@ class TreeChanges(Strict):
     """What the step's two source trees tell about the reference's old-code runs, which run in the
     target's tree with the old release's files copied over it: the target's test files (conftest.py
     included, by path from the tree's root) that import a module of the package the target adds (kept
-    there, missing here), and those that import protected support code outside the test folder that
-    the target changed (the old release's there, the target's here, with the hidden tests)."""
+    there, missing here), those that import a module the target turned from a file into a package (the
+    target's package kept there shadows the old release's ``X.py``), and those that import protected
+    support code outside the test folder that the target changed (the old release's there, the
+    target's here, with the hidden tests)."""
 
     added: dict[str, list[str]] = Field(default_factory=dict)
+    shadowed: dict[str, list[str]] = Field(default_factory=dict)
     support: dict[str, list[str]] = Field(default_factory=dict)
 
 
@@ -101,11 +104,21 @@ def module_name(rel: PurePosixPath) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def module_files_made_packages(prev_root: Path, next_root: Path, import_name: str) -> set[str]:
+    """Modules that are a plain ``X.py`` under ``prev_root`` and a package ``X/__init__.py`` under
+    ``next_root``: a tree holding both imports the package (a directory is found before the file)."""
+    return {
+        module_name(PurePosixPath(init.parent.relative_to(next_root).as_posix()) / "__init__.py")
+        for init in (next_root / import_name).rglob("__init__.py")
+        if (prev_root / init.parent.relative_to(next_root)).with_suffix(".py").is_file()
+    }
+
+
 def tree_changes(prev_tree: Path, next_tree: Path, chain: Chain) -> TreeChanges:
     config = chain.config
-    added = package_modules(next_tree / config.source_root, config.import_name) - package_modules(
-        prev_tree / config.source_root, config.import_name
-    )
+    prev_root, next_root = prev_tree / config.source_root, next_tree / config.source_root
+    added = package_modules(next_root, config.import_name) - package_modules(prev_root, config.import_name)
+    shadowed = module_files_made_packages(prev_root, next_root, config.import_name)
     support = set()
     for path in next_tree.rglob("*.py"):
         rel = PurePosixPath(path.relative_to(next_tree).as_posix())
@@ -115,11 +128,13 @@ def tree_changes(prev_tree: Path, next_tree: Path, chain: Chain) -> TreeChanges:
         if not before.is_file() or before.read_bytes() != path.read_bytes():
             support.add(module_name(rel))
     changes = TreeChanges()
-    for path in sorted((next_tree / config.test_folder).rglob("*.py")) if added | support else []:
+    for path in sorted((next_tree / config.test_folder).rglob("*.py")) if added | shadowed | support else []:
         imported = file_imports(path)
         file = path.relative_to(next_tree).as_posix()
         if found := sorted(imported & added):
             changes.added[file] = found
+        if found := sorted(imported & shadowed):
+            changes.shadowed[file] = found
         if found := sorted(imported & support):
             changes.support[file] = found
     return changes
@@ -308,11 +323,19 @@ def only_ours_cause(
     if any(is_under(test, c) for c in step.old_gold_collection_errors):
         collector = next(c for c in step.old_gold_collection_errors if is_under(test, c))
         return "collection error", f"collection error in our old-gold run ({collector})"
-    if their_old.statuses.get(test) == "passed" and (kept := imported_by(test, (changes or TreeChanges()).added)):
+    trees = changes or TreeChanges()
+    if their_old.statuses.get(test) == "passed" and (kept := imported_by(test, trees.added)):
         return "reference kept modules", (
             f"the target adds {', '.join(kept)}, which this test's file or a conftest.py above it imports: "
             f"the reference's old-code tree keeps the target's files, so its old-gold run imports them; "
             f"here the old code has no such module ({step.old_gold[test].value})"
+        )
+    if their_old.statuses.get(test) == "passed" and (kept := imported_by(test, trees.shadowed)):
+        return "reference kept modules", (
+            f"the target turns {', '.join(kept)} from a module file into a package, which this test's file or "
+            f"a conftest.py above it imports: the reference's old-code tree keeps the target's package, which "
+            f"shadows the old release's file, so its old-gold run imports the target's code; here it imports "
+            f"the old release's module ({step.old_gold[test].value})"
         )
     if their_old.statuses.get(test) == "passed" and test in known_failures.get(step.prev_version, ()):
         return "environment", (

@@ -417,6 +417,49 @@ def test_differences_from_the_references_tree_overlay_are_explained_from_the_two
     assert asked == [2] and row.verdict == "differs: 3 of 3 unexplained"
 
 
+def test_a_module_the_target_turns_into_a_package_is_the_targets_in_the_references_old_code_tree(tmp_path):
+    """poetry 1.6.0 turns poetry/utils/env.py into the package poetry/utils/env/: copied over 1.6.0's
+    tree, 1.5.1's env.py sits beside the package, which Python imports first, so the reference's old
+    code runs 1.6.0's MockEnv (test_installer's [amd64] case passes there, fails here)."""
+    from swechain_ci.evaluation.compare import tree_changes
+
+    trees = {
+        "1.0": {"src/demo/__init__.py": "", "src/demo/env.py": "", "src/demo/sub/__init__.py": ""},
+        "1.1": {
+            "src/demo/__init__.py": "",
+            "src/demo/env/__init__.py": "from demo.env.mock_env import MockEnv\n",
+            "src/demo/env/mock_env.py": "",
+            "src/demo/sub/__init__.py": "",
+        },
+    }
+    tests = {"tests/test_installer.py": "from demo.env import MockEnv\n", "tests/test_sub.py": "import demo.sub\n"}
+    for version, tree in trees.items():
+        for rel, text in {**tree, **tests}.items():
+            (tmp_path / version / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / version / rel).write_text(text)
+    changes = tree_changes(tmp_path / "1.0", tmp_path / "1.1", demo_chain(tmp_path))
+    assert changes.shadowed == {"tests/test_installer.py": ["demo.env"]}, "demo.sub was a package before too"
+    assert changes.added == {}, "the package's new submodule is not imported by a test"
+    installer, sub = "tests/test_installer.py::test_amd64", "tests/test_sub.py::test_sub"
+    step = StepOracle(
+        index=2,
+        prev_version="1.0",
+        next_version="1.1",
+        new_gold={installer: P, sub: P},
+        old_gold={installer: F, sub: F},
+        upgrade_related=[installer, sub],
+    )
+    oracle = ChainOracle(
+        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
+    )
+    reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {installer: "passed", sub: "passed"})
+    reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {installer: "passed", sub: "passed"})
+    [row] = compare(oracle, tmp_path / "ref", changes_of=lambda step: changes)
+    causes = {d.test: d.cause for d in row.differences}
+    assert causes == {installer: "reference kept modules", sub: "old gold differs"}
+    assert "turns demo.env from a module file into a package" in row.differences[0].why
+
+
 def test_a_declared_known_failure_of_the_old_version_explains_a_test_only_we_count(tmp_path):
     """poetry 1.6.0's code fails 1.7.0's test_run_installs_with_local_setuptools_directory here (it
     writes egg-info into the read-only test tree), passes it in the reference: not the upgrade's doing."""
