@@ -104,6 +104,13 @@ class PytestQuirks(Strict):
         "container's /etc/hosts): urllib3's tests need 'localhost.' as the reference's image maps it",
     )
 
+    ipv6_loopback: bool = Field(
+        False,
+        description="the tests' container's loopback has its IPv6 address ::1, as in a container on "
+        "Docker's default network (the reference's): urllib3 2.3.0 on binds its test servers to "
+        "localhost's IPv4 and IPv6 addresses; without it they cannot start",
+    )
+
     @field_validator("hosts")
     @classmethod
     def _loopback_names(cls, value: dict[str, str]) -> dict[str, str]:
@@ -423,7 +430,7 @@ class ChainConfig(Strict):
 
 
 # Fields added after gold runs and oracles were keyed by the config: (section, names).
-KEYED_LATER: dict[str, tuple[str, ...]] = {"pytest": ("hosts",)}
+KEYED_LATER: dict[str, tuple[str, ...]] = {"pytest": ("hosts", "ipv6_loopback")}
 
 
 class Chain:

@@ -123,9 +123,11 @@ class Sandbox(Protocol):
         user: str = str(RUNNER_UID),
         capabilities: list[str] | None = None,
         hosts: dict[str, str] | None = None,
+        ipv6_loopback: bool = False,
     ) -> ContainerResult:
         """A fresh container: archives in, run, killed at the time limit, ``collect`` out, removed.
-        ``hosts``: extra names its /etc/hosts maps (the chain's loopback-only ``pytest.hosts``)."""
+        ``hosts``: extra names its /etc/hosts maps (the chain's loopback-only ``pytest.hosts``);
+        ``ipv6_loopback``: its loopback has ::1 (the chain's ``pytest.ipv6_loopback``)."""
         ...
 
     def start_agent_container(

@@ -240,10 +240,12 @@ class DockerSandbox:
         user: str = str(RUNNER_UID),
         capabilities: list[str] | None = None,
         hosts: dict[str, str] | None = None,
+        ipv6_loopback: bool = False,
     ) -> ContainerResult:
         """A fresh container: copy archives in, run, kill at the time limit, copy ``collect`` out.
         ``network`` is ``none`` but for the operator's opt-in network probe of gold code; ``hosts``
-        are extra /etc/hosts names (loopback only, validated with the chain)."""
+        are extra /etc/hosts names (loopback only, validated with the chain); ``ipv6_loopback``
+        gives the loopback its ::1 (Docker disables IPv6 in a container without a network)."""
         container = self.client.containers.create(
             image,
             command,
@@ -253,6 +255,7 @@ class DockerSandbox:
             tmpfs={"/tmp": "rw,nosuid,nodev,size=1g,mode=1777"},
             cap_add=capabilities or None,
             extra_hosts=hosts or None,
+            sysctls={"net.ipv6.conf.lo.disable_ipv6": "0"} if ipv6_loopback else None,
             **{**hardening(limits), "network_mode": network},
         )
         try:

@@ -89,6 +89,7 @@ def evaluate(
         user="0",
         capabilities=SUPERVISOR_CAPABILITIES,
         hosts=config.pytest.hosts,
+        ipv6_loopback=config.pytest.ipv6_loopback,
     )
     if result.output_error:
         run = TestRun(

@@ -71,6 +71,26 @@ def test_the_chain_hosts_resolve_in_the_test_container_and_nothing_else_does(toy
     assert Status.passed not in set(plain.statuses.values())  # without the mapping the import fails
 
 
+def test_the_loopback_has_its_ipv6_address_only_when_the_chain_asks(toy, tmp_path):
+    """`pytest.ipv6_loopback` (urllib3 2.3.0 on binds its test servers to ::1 as well, as the reference's
+    containers allow): a socket binds ::1 in the run's container; without it Docker's network-less
+    container has no IPv6 address, and either way the only interface is the loopback."""
+    chain, sandbox, built = toy
+    ipv6 = with_config(chain, pytest=chain.config.pytest.model_copy(update={"ipv6_loopback": True}))
+    code = code_of(chain, "0.2.0", tmp_path / "code")
+    init = code / "src" / "toyslug" / "__init__.py"
+    init.write_text(
+        "import os as _os, socket as _socket\n"
+        "if sorted(_os.listdir('/sys/class/net')) != ['lo']: raise RuntimeError('has a network')\n"
+        "_socket.socket(_socket.AF_INET6).bind(('::1', 0))\n" + init.read_text()
+    )
+    run = evaluate(sandbox, ipv6, built.versions["0.2.0"], code, LABELS)
+    assert run.execution_error is None and not run.collection_errors
+    assert set(run.statuses.values()) == {Status.passed}
+    plain = evaluate(sandbox, chain, built.versions["0.2.0"], code, LABELS)
+    assert Status.passed not in set(plain.statuses.values())  # no ::1 to bind: the import fails
+
+
 def test_a_failed_name_import_fails_only_the_tests_that_use_it(toy, tmp_path):
     chain, sandbox, built = toy
     run = evaluate(sandbox, chain, built.versions["0.2.0"], code_of(chain, "0.1.0", tmp_path / "c"), LABELS)
