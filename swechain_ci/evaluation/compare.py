@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 
@@ -37,6 +37,7 @@ EXPLAINED = {
     "reference artifact",
     "reference kept modules",
     "reference old support code",
+    "parameter ids",
     "environment",
 }
 
@@ -244,6 +245,27 @@ def reference_related(reference: Path, prev: str, next_: str) -> set[str]:
     return related_in(*reference_runs(reference, prev, next_))
 
 
+def renamed_parameters(test: str, here: Collection[str], there: Collection[str]) -> list[str]:
+    """The other side's ids of ``test``'s function that this side lacks, when the function has as many
+    ids only here as only there: the same parametrized cases under ids the two Pythons print
+    differently (an IntEnum parameter: 3.11 prints its value, 3.10 its name). Else nothing."""
+    function, bracket, _ = test.partition("[")
+    if not bracket:
+        return []
+    prefix = function + "["
+    only_here = {t for t in here if t.startswith(prefix)} - set(there)
+    only_there = {t for t in there if t.startswith(prefix)} - set(here)
+    return sorted(only_there) if only_here and len(only_here) == len(only_there) else []
+
+
+def parameter_ids_why(others: list[str], side: str) -> str:
+    shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+    return (
+        f"the same parametrized test under another id: {side} has {shown} instead, as the two sides' Pythons "
+        "print the parameter differently"
+    )
+
+
 def only_theirs_cause(
     test: str,
     step: StepOracle,
@@ -252,6 +274,7 @@ def only_theirs_cause(
     skips: Sequence[ReferenceSkip] = (),
     known_failures: Mapping[str, Sequence[str]] = MappingProxyType({}),
     changes: TreeChanges | None = None,
+    their_new: ReferenceRun | None = None,
 ) -> tuple[str, str]:
     """Why the reference counts a test that we do not: the first rule that matches (the chain's
     own ``reference_artifacts`` after the harness-wide ones; the support code the reference takes from
@@ -262,6 +285,8 @@ def only_theirs_cause(
     if test in step.flaky:
         return "flaky", "flaky here: its outcome changed between our new-gold runs"
     if test not in step.new_gold:
+        if their_new and (renamed := renamed_parameters(test, their_new.statuses, step.new_gold)):
+            return "parameter ids", parameter_ids_why(renamed, "our new-gold run")
         return "collection error", "not collected in our new-gold run"
     if step.new_gold[test] == Status.skipped:
         for skip in skips:
@@ -316,6 +341,8 @@ def only_ours_cause(
     what the step's two trees tell, see ``TreeChanges``; a declared known failure of the old version,
     whose failure here is the environment's)."""
     if test not in their_new.statuses:
+        if theirs := renamed_parameters(test, step.new_gold, their_new.statuses):
+            return "parameter ids", parameter_ids_why(theirs, "the reference's new-gold run")
         where = ", whose collection failed" if their_new.collection_error else ""
         return "collection error", f"no result in the reference's new-gold run{where}"
     if their_new.statuses[test] != "passed":
@@ -408,7 +435,7 @@ def compare(
                 **dict(
                     zip(
                         ("cause", "why"),
-                        only_theirs_cause(t, step, their_old, artifacts, skips, known_failures, changes),
+                        only_theirs_cause(t, step, their_old, artifacts, skips, known_failures, changes, their_new),
                         strict=True,
                     )
                 ),

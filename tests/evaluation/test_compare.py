@@ -460,6 +460,41 @@ def test_a_module_the_target_turns_into_a_package_is_the_targets_in_the_referenc
     assert "turns demo.env from a module file into a package" in row.differences[0].why
 
 
+def test_a_parametrized_case_printed_differently_by_the_two_pythons_is_the_same_test(tmp_path):
+    """poetry 1.8.2's IntEnum parameter: Python 3.11 prints its value (`[-2-2]`), the reference's 3.10
+    its name (`[NegativeOffsetFailure.one_more-2]`). The function's ids missing on each side pair up, as
+    many here as there; an id with no counterpart stays a collection difference."""
+    chunk = "tests/test_lazy.py::test_chunk"
+    ours_ids, their_ids = (
+        [f"{chunk}[-1-1]", f"{chunk}[-2-2]"],
+        [f"{chunk}[Failure.as_positive-1]", f"{chunk}[Failure.one_more-2]"],
+    )
+    lone = "tests/test_lazy.py::test_lone[x]"
+    step = StepOracle(
+        index=7,
+        prev_version="1.0",
+        next_version="1.1",
+        new_gold={**dict.fromkeys(ours_ids, P), f"{chunk}[0-0]": P, lone: P},
+        old_gold={**dict.fromkeys(ours_ids, F), f"{chunk}[0-0]": F, lone: F},
+        upgrade_related=[*ours_ids, f"{chunk}[0-0]", lone],
+    )
+    oracle = ChainOracle(
+        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
+    )
+    reference_run(
+        tmp_path / "ref" / "1.1", "v1.1_test_results.json", dict.fromkeys([*their_ids, f"{chunk}[0-0]"], "passed")
+    )
+    reference_run(
+        tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", dict.fromkeys([*their_ids, f"{chunk}[0-0]"], "failed")
+    )
+    [row] = compare(oracle, tmp_path / "ref")
+    causes = {d.test: d.cause for d in row.differences}
+    assert causes == {**dict.fromkeys([*ours_ids, *their_ids], "parameter ids"), lone: "collection error"}
+    assert row.both == [f"{chunk}[0-0]"]
+    why = next(d.why for d in row.differences if d.test == ours_ids[0])
+    assert "the reference's new-gold run has" in why and their_ids[0] in why
+
+
 def test_a_declared_known_failure_of_the_old_version_explains_a_test_only_we_count(tmp_path):
     """poetry 1.6.0's code fails 1.7.0's test_run_installs_with_local_setuptools_directory here (it
     writes egg-info into the read-only test tree), passes it in the reference: not the upgrade's doing."""
