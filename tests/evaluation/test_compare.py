@@ -33,6 +33,11 @@ def reference_run(
     )
 
 
+def demo_oracle(step: StepOracle) -> ChainOracle:
+    """A chain of versions 1.0 and 1.1 whose one step is ``step``."""
+    return ChainOracle(chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[])
+
+
 def one_step(
     tmp_path: Path, ours: dict, theirs_new: dict, theirs_old: dict, their_old_collection: str = "", **step_fields
 ) -> tuple[StepOracle, list]:
@@ -52,9 +57,7 @@ def one_step(
         needs_network=network,
         **step_fields,
     )
-    oracle = ChainOracle(
-        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
-    )
+    oracle = demo_oracle(step)
     reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", theirs_new)
     reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", theirs_old, their_old_collection)
     return compare(oracle, tmp_path / "ref")[0]
@@ -176,9 +179,7 @@ def test_the_reference_import_hook_frame_explains_an_old_gold_failure(tmp_path):
     step = StepOracle(
         index=4, prev_version="1.0", next_version="1.1", new_gold=new_gold, old_gold=old_gold, upgrade_related=[]
     )
-    oracle = ChainOracle(
-        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
-    )
+    oracle = demo_oracle(step)
     reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {test: "passed"})
     reference_run(
         tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {test: "failed"}, messages={test: HOOK_TRACEBACK}
@@ -209,9 +210,7 @@ def test_the_folder_above_the_chain_is_found_by_paper_id(tmp_path):
         old_gold={"t::a": F},
         upgrade_related=["t::a"],
     )
-    oracle = ChainOracle(
-        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
-    )
+    oracle = demo_oracle(step)
     [row] = compare(oracle, above, paper_id="demo_1.0_to_1.1")
     assert (row.both, row.verdict) == (["t::a"], "agree")
     with pytest.raises(SwechainError) as caught:
@@ -229,9 +228,7 @@ def test_a_chain_declared_reference_artifact_explains_a_truncated_message(tmp_pa
     step = StepOracle(
         index=4, prev_version="1.0", next_version="1.1", new_gold={test: P}, old_gold={test: P}, upgrade_related=[]
     )
-    oracle = ChainOracle(
-        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
-    )
+    oracle = demo_oracle(step)
     reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {test: "passed"})
     message = "E  assert 'FLASK_APP' in 'Error: While importing \\'wsgi\\', an ImportError was raised:...'"
     reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {test: "failed"}, messages={test: message})
@@ -255,9 +252,7 @@ def test_a_chain_declared_skip_explains_a_test_only_the_reference_runs(tmp_path)
         old_gold={test: Status.skipped, other: Status.skipped},
         upgrade_related=[],
     )
-    oracle = ChainOracle(
-        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
-    )
+    oracle = demo_oracle(step)
     reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {test: "passed", other: "passed"})
     reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {test: "failed", other: "failed"})
     skip = ReferenceSkip(tests=["tests/test_abc.py::TestUpdateAbstractMethods"], reason="3.10+ only; ours is 3.9")
@@ -307,9 +302,7 @@ def test_a_declared_known_failure_explains_a_test_only_the_reference_counts(tmp_
         old_gold={test: Status.failed, other: Status.failed},
         upgrade_related=[],
     )
-    oracle = ChainOracle(
-        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
-    )
+    oracle = demo_oracle(step)
     reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {test: "passed", other: "passed"})
     reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {test: "failed", other: "failed"})
     [row] = compare(oracle, tmp_path / "ref", known_failures={"1.1": [test], "1.0": [other]})
@@ -398,9 +391,7 @@ def test_differences_from_the_references_tree_overlay_are_explained_from_the_two
         old_gold={tracked: F, core: F, socket: P},
         upgrade_related=[tracked, core],
     )
-    oracle = ChainOracle(
-        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
-    )
+    oracle = demo_oracle(step)
     reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", dict.fromkeys([tracked, core, socket], "passed"))
     reference_run(
         tmp_path / "ref" / "1.1",
@@ -449,9 +440,7 @@ def test_a_module_the_target_turns_into_a_package_is_the_targets_in_the_referenc
         old_gold={installer: F, sub: F},
         upgrade_related=[installer, sub],
     )
-    oracle = ChainOracle(
-        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
-    )
+    oracle = demo_oracle(step)
     reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {installer: "passed", sub: "passed"})
     reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {installer: "passed", sub: "passed"})
     [row] = compare(oracle, tmp_path / "ref", changes_of=lambda step: changes)
@@ -478,9 +467,7 @@ def test_a_parametrized_case_printed_differently_by_the_two_pythons_is_the_same_
         old_gold={**dict.fromkeys(ours_ids, F), f"{chunk}[0-0]": F, lone: F},
         upgrade_related=[*ours_ids, f"{chunk}[0-0]", lone],
     )
-    oracle = ChainOracle(
-        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
-    )
+    oracle = demo_oracle(step)
     reference_run(
         tmp_path / "ref" / "1.1", "v1.1_test_results.json", dict.fromkeys([*their_ids, f"{chunk}[0-0]"], "passed")
     )
@@ -507,9 +494,7 @@ def test_a_declared_known_failure_of_the_old_version_explains_a_test_only_we_cou
         old_gold={test: F, other: F},
         upgrade_related=[test, other],
     )
-    oracle = ChainOracle(
-        chain="demo", inputs_hash="x", versions=["1.0", "1.1"], environments={}, steps=[step], sanity=[]
-    )
+    oracle = demo_oracle(step)
     reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {test: "passed", other: "passed"})
     reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {test: "passed", other: "passed"})
     [row] = compare(oracle, tmp_path / "ref", known_failures={"1.0": [test], "1.1": [other]})
