@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -164,12 +165,12 @@ class Limits(Strict):
     pids: int = Field(512, gt=0)
 
 
-class NetworkTest(Strict):
-    """A test that needs the internet, in the versions ``versions`` (a PEP 440 specifier; all when unset)."""
+class DeclaredTest(Strict):
+    """A test declared in the versions ``versions`` (a PEP 440 specifier; all when unset), with why."""
 
     test: str
-    versions: str | None = Field(None, description="e.g. '<2.11.0': from 2.11.0 on the test runs offline")
-    reason: str = "needs the internet"
+    versions: str | None = Field(None, description="e.g. '<2.11.0': from 2.11.0 on the declaration lapses")
+    reason: str
 
     @field_validator("versions")
     @classmethod
@@ -190,6 +191,22 @@ class NetworkTest(Strict):
             return True  # a version PEP 440 cannot order: keep the declaration
 
 
+class NetworkTest(DeclaredTest):
+    """A test that needs the internet."""
+
+    reason: str = "needs the internet"
+
+
+class FlakyTest(DeclaredTest):
+    """A test whose outcome is random here: two new-gold runs can agree on it by chance."""
+
+    reason: str = "fails at random here"
+
+
+def _declared_in(entries: Sequence[DeclaredTest], version: str) -> dict[str, str]:
+    return {entry.test: entry.reason for entry in entries if entry.applies_to(version)}
+
+
 class OracleSettings(Strict):
     baseline_runs: int = Field(2, ge=1, description="new-gold runs; differing outcomes mark flaky tests")
     max_failing_fraction: float = Field(0.0025, ge=0, le=1)
@@ -200,8 +217,13 @@ class OracleSettings(Strict):
         default_factory=list,
         description="tests that need the internet (a node id, or {test, versions, reason}): not scored where they apply",
     )
+    flaky: list[FlakyTest] = Field(
+        default_factory=list,
+        description="tests that fail at random here (a node id, or {test, versions, reason}): flaky where they "
+        "apply, as a test whose outcome changed between new-gold runs is",
+    )
 
-    @field_validator("needs_network", mode="before")
+    @field_validator("needs_network", "flaky", mode="before")
     @classmethod
     def _names_as_entries(cls, value: object) -> object:
         if isinstance(value, list):
@@ -210,7 +232,11 @@ class OracleSettings(Strict):
 
     def network_tests(self, version: str) -> dict[str, str]:
         """Tests that need the internet in ``version``, with why."""
-        return {entry.test: entry.reason for entry in self.needs_network if entry.applies_to(version)}
+        return _declared_in(self.needs_network, version)
+
+    def flaky_tests(self, version: str) -> dict[str, str]:
+        """Tests declared flaky in ``version``, with why."""
+        return _declared_in(self.flaky, version)
 
 
 class VersionedRequirements(Strict):
@@ -430,7 +456,7 @@ class ChainConfig(Strict):
 
 
 # Fields added after gold runs and oracles were keyed by the config: (section, names).
-KEYED_LATER: dict[str, tuple[str, ...]] = {"pytest": ("hosts", "ipv6_loopback")}
+KEYED_LATER: dict[str, tuple[str, ...]] = {"pytest": ("hosts", "ipv6_loopback"), "oracle": ("flaky",)}
 
 
 class Chain:

@@ -283,7 +283,7 @@ def only_theirs_cause(
     if test in step.needs_network:
         return "needs_network", f"excluded here: {step.excluded.get(test, 'needs_network')}"
     if test in step.flaky:
-        return "flaky", "flaky here: its outcome changed between our new-gold runs"
+        return "flaky", f"excluded here: {step.excluded.get(test, 'flaky')}"
     if test not in step.new_gold:
         if their_new and (renamed := renamed_parameters(test, their_new.statuses, step.new_gold)):
             return "parameter ids", parameter_ids_why(renamed, "our new-gold run")

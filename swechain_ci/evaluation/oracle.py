@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from swechain_ci import progress
 from swechain_ci.chain import sources, trees
@@ -167,7 +168,7 @@ def sanity(chain: Chain, version: str, run: TestRun, tolerated: list[str]) -> Ve
     """A version's own suite: no setup errors, fewer than the allowed fraction failing (``tolerated``:
     flaky tests and those the network probe found)."""
     allowed = set(chain.config.oracle.known_failures.get(version, [])) | set(tolerated)
-    allowed |= set(chain.config.oracle.network_tests(version))
+    allowed |= set(chain.config.oracle.network_tests(version)) | set(chain.config.oracle.flaky_tests(version))
     errors = sorted(t for t, s in run.statuses.items() if s == Status.error and t not in allowed)
     errors += sorted(c for c in run.collection_errors if c not in allowed)
     failing = sorted(t for t, s in run.statuses.items() if s == Status.failed and t not in allowed)
@@ -275,23 +276,33 @@ def gold_flags(runs: list[TestRun]) -> list[IntegrityFlag]:
 
 
 def derive_step(
-    index: int, prev: str, next_: str, new_runs: list[TestRun], cross_run: TestRun, network_reasons: dict[str, str]
+    index: int,
+    prev: str,
+    next_: str,
+    new_runs: list[TestRun],
+    cross_run: TestRun,
+    network_reasons: Mapping[str, str],
+    declared_flaky: Mapping[str, str] = MappingProxyType({}),
 ) -> StepOracle:
     """One step's oracle from its gold runs, without Docker (SEMANTICS.md, "Oracle").
 
     ``new_runs``: the target's own suite, repeated (the first is new gold; tests whose outcome
     changed between them are flaky); ``cross_run``: the previous version's code under the target's
     tests (old gold, resolved against new gold); ``network_reasons``: tests that need the network,
-    with why. Upgrade-related: the scored tests (passing on new gold, neither flaky nor needing the
-    network) that old gold breaks.
+    with why; ``declared_flaky``: tests the chain declares flaky in the target, with why (the runs
+    can agree on a random outcome). Upgrade-related: the scored tests (passing on new gold, neither
+    flaky nor needing the network) that old gold breaks.
     """
     new_gold = new_runs[0].statuses
     old_gold = resolve(cross_run, new_gold)
-    flaky = flaky_tests(new_runs)
+    measured = flaky_tests(new_runs)
+    declared = sorted(set(declared_flaky) & set(new_gold))
+    flaky = sorted({*measured, *declared})
     network = sorted(set(network_reasons) & set(new_gold))
     related = sorted(t for t in scored_universe(new_gold, flaky + network) if old_gold[t] in BROKEN)
     excluded = {t: f"not passing on new gold ({s.value})" for t, s in new_gold.items() if s != Status.passed}
-    excluded |= {t: "flaky: its outcome changed between new-gold runs" for t in flaky}
+    excluded |= {t: "flaky: its outcome changed between new-gold runs" for t in measured}
+    excluded |= {t: f"flaky in {next_} (oracle.flaky): {declared_flaky[t]}" for t in declared}
     excluded |= {t: f"needs_network in {next_}: {network_reasons[t]}" for t in network}
     return StepOracle(
         index=index,
@@ -313,11 +324,12 @@ def derive_steps(
     first_index: int,
     own_runs: Mapping[str, list[TestRun]],
     cross_runs: Mapping[str, TestRun],
-    network_of: Mapping[str, dict[str, str]],
+    network_of: Mapping[str, Mapping[str, str]],
+    flaky_of: Mapping[str, Mapping[str, str]] = MappingProxyType({}),
 ) -> list[StepOracle]:
     """Every step's oracle from the gold runs keyed by version (the target's), numbered from ``first_index``."""
     return [
-        derive_step(index, prev, next_, own_runs[next_], cross_runs[next_], network_of[next_])
+        derive_step(index, prev, next_, own_runs[next_], cross_runs[next_], network_of[next_], flaky_of.get(next_, {}))
         for index, (prev, next_) in enumerate(steps, start=first_index)
     ]
 
@@ -568,7 +580,8 @@ def build(
         tail = run.output_tail.rstrip().splitlines()[-OUTPUT_TAIL_LINES:]
         progress.say(f"output of {first.version}'s own suite (last {len(tail)} lines):\n" + "\n".join(tail))
         raise SwechainError(sanity_problem(chain, bad, own_runs, own_logs[first.version]))
-    steps = derive_steps(chain.steps, chain.step_offset + 1, own_runs, cross_runs, network_of)
+    flaky_of = {v: chain.config.oracle.flaky_tests(v) for v in chain.versions}
+    steps = derive_steps(chain.steps, chain.step_offset + 1, own_runs, cross_runs, network_of, flaky_of)
     verified = verify_tripwires(sandbox, chain, images, own_runs, logs, force, handed_on)
     # A test some version's own suite passes is one honest code can pass (attrs' TestAssoc::test_unknown
     # fails on 23.1.0 and 23.2.0 only, and the noop's 21.3.0 code passes it): never a natural tripwire.

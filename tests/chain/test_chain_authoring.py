@@ -175,6 +175,28 @@ def test_network_tests_apply_in_their_version_range():
         assert settings.network_tests(version) == {}
 
 
+def test_declared_flaky_tests_apply_in_their_version_range():
+    """urllib3's HTTP/2 probe test asserts a new thread's ident differs from an ended one's: from 2.2.0 on."""
+    settings = load_chain("urllib3").config.oracle
+    test = "test/with_dummyserver/test_https.py::TestHTTPS_TLSv1_3::test_http2_probe_blocked_per_thread"
+    assert test not in settings.flaky_tests("2.1.0")
+    for version in ("2.2.0", "2.4.0", "2.6.3"):
+        assert "ident" in settings.flaky_tests(version)[test]
+        assert all(test not in tests for tests in settings.known_failures.values()), "declared once"
+
+
+def test_a_flaky_declaration_keys_records_only_where_a_chain_makes_one(toy):
+    """Kept runs and recorded oracles are keyed by the config: a chain without oracle.flaky keeps
+    the keys it had before the field existed; one with it is keyed by it."""
+    bare = load_chain("toy").config.keyed_dump({"oracle"})
+    assert "flaky" not in bare["oracle"] and "needs_network" in bare["oracle"]
+    edit(toy, oracle={"flaky": ["tests/test_a.py::test_x"]})
+    declared = load_chain(str(toy)).config
+    assert declared.keyed_dump({"oracle"})["oracle"]["flaky"] == [
+        {"test": "tests/test_a.py::test_x", "versions": None, "reason": "fails at random here"}
+    ]
+
+
 def test_a_bad_version_range_says_how_to_write_one(toy):
     edit(toy, oracle={"needs_network": [{"test": "tests/test_a.py::test_x", "versions": "before 2.0"}]})
     with pytest.raises(SwechainError, match=r"'before 2.0' is not a version range; write it as '<2.11.0'"):

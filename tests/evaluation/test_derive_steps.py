@@ -71,6 +71,25 @@ def test_flaky_tests_are_excluded_and_never_related():
     assert step.excluded == {"t.py::wobbly": "flaky: its outcome changed between new-gold runs"}
 
 
+def test_declared_flaky_tests_are_excluded_even_where_both_runs_agree():
+    """A test that fails at random can pass both new-gold runs and fail old gold by chance: the
+    chain declares it (oracle.flaky), and it is flaky where new gold has it."""
+    new = run(random=P, fixed=P)
+    old = run(random=F, fixed=F)
+    declared = {"t.py::random": "thread idents are reused", "t.py::elsewhere": "another version's"}
+    step = derive_step(1, "1.0", "1.1", [new, new], old, {}, declared)
+    assert step.flaky == ids("random")
+    assert step.upgrade_related == ids("fixed")
+    assert step.excluded == {"t.py::random": "flaky in 1.1 (oracle.flaky): thread idents are reused"}
+
+
+def test_a_test_both_measured_and_declared_flaky_is_listed_once_with_the_declared_reason():
+    first, second = run(random=P), run(random=F)
+    step = derive_step(1, "1.0", "1.1", [first, second], run(random=F), {}, {"t.py::random": "why"})
+    assert step.flaky == ids("random")
+    assert step.excluded == {"t.py::random": "flaky in 1.1 (oracle.flaky): why"}
+
+
 def test_network_tests_are_excluded_only_where_new_gold_has_them():
     new = run(online=P, fixed=P)
     old = run(online=F, fixed=F)
@@ -95,3 +114,12 @@ def test_steps_are_numbered_from_the_first_index_and_keyed_by_their_target():
     assert [(s.index, s.prev_version, s.next_version) for s in steps] == [(5, "1.0", "1.1"), (6, "1.1", "1.2")]
     assert [s.upgrade_related for s in steps] == [ids("a"), ids("b")]
     assert steps[0].excluded == {"t.py::b": "not passing on new gold (failed)"}
+
+
+def test_declared_flaky_tests_reach_the_steps_of_their_target_only():
+    own = {"1.0": [run(a=F)], "1.1": [run(a=P)], "1.2": [run(a=P)]}
+    cross = {"1.1": run(a=F), "1.2": run(a=F)}
+    network = {"1.1": {}, "1.2": {}}
+    steps = derive_steps([("1.0", "1.1"), ("1.1", "1.2")], 1, own, cross, network, {"1.2": {"t.py::a": "why"}})
+    assert [s.upgrade_related for s in steps] == [ids("a"), []]
+    assert [s.flaky for s in steps] == [[], ids("a")]
