@@ -478,6 +478,7 @@ def chain_compare(
         config.reference_skips,
         config.oracle.known_failures,
         changes_of,
+        config.reference_environment,
     )
     table = [
         [

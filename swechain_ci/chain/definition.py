@@ -352,6 +352,15 @@ class ReferenceSkip(Strict):
     reason: str = Field(min_length=8, description="what differs and why ours is as it is")
 
 
+class ReferenceEnvironment(Strict):
+    """Tests the old code fails here and passes in the SWE-Chain reference's old-gold run, for a
+    known difference of environment that hides the old code's bug there (it runs the tests as root,
+    whom a directory without permissions does not stop), for `chain compare`."""
+
+    tests: list[str] = Field(min_length=1, description="node ids or their prefixes (a module, a class)")
+    reason: str = Field(min_length=8, description="what differs, and why the old code's failure here is real")
+
+
 class ChainConfig(Strict):
     schema_version: Literal[1] = 1
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
@@ -388,6 +397,11 @@ class ChainConfig(Strict):
         default_factory=list,
         description="tests skipped here where the reference runs them, by a known difference of environment "
         "(chain compare explains those differences)",
+    )
+    reference_environment: list[ReferenceEnvironment] = Field(
+        default_factory=list,
+        description="tests the old code fails here and passes in the reference's old-gold run, by a known "
+        "difference of environment (chain compare explains those differences)",
     )
     default_spec_level: str = Field(
         "L3",

@@ -19,7 +19,7 @@ from types import MappingProxyType
 
 from pydantic import BaseModel, Field
 
-from swechain_ci.chain.definition import Chain, ReferenceArtifact, ReferenceSkip
+from swechain_ci.chain.definition import Chain, ReferenceArtifact, ReferenceEnvironment, ReferenceSkip
 from swechain_ci.chain.sources import is_hidden, is_protected
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.change_scan import imported_modules
@@ -336,10 +336,14 @@ def only_ours_cause(
     their_old: ReferenceRun,
     changes: TreeChanges | None = None,
     known_failures: Mapping[str, Sequence[str]] = MappingProxyType({}),
+    environments: Sequence[ReferenceEnvironment] = (),
 ) -> tuple[str, str]:
     """Why we count a test that the reference does not: the first rule that matches (``changes``:
     what the step's two trees tell, see ``TreeChanges``; a declared known failure of the old version,
-    whose failure here is the environment's)."""
+    whose failure here is the environment's; the chain's ``reference_environment``, a difference that
+    hides the old code's failure in the reference's run). Support code the target changed explains
+    a test either way: the old release's, in the reference's old-code run, may not yet exercise what
+    the target's tests check (urllib3 2.6.3's dummyserver serves a compressed redirect)."""
     if test not in their_new.statuses:
         if theirs := renamed_parameters(test, step.new_gold, their_new.statuses):
             return "parameter ids", parameter_ids_why(theirs, "the reference's new-gold run")
@@ -364,11 +368,25 @@ def only_ours_cause(
             f"shadows the old release's file, so its old-gold run imports the target's code; here it imports "
             f"the old release's module ({step.old_gold[test].value})"
         )
+    if their_old.statuses.get(test) == "passed" and (support := imported_by(test, trees.support)):
+        return "reference old support code", (
+            f"this test's file or a conftest.py above it imports {', '.join(support)}, protected support code the "
+            "target changed: the reference's old-code run takes it from the old release, which does not yet "
+            f"serve what the test asks of the old code; here it comes with the hidden tests "
+            f"({step.old_gold[test].value} on the old code)"
+        )
     if their_old.statuses.get(test) == "passed" and test in known_failures.get(step.prev_version, ()):
         return "environment", (
             f"old code {step.old_gold[test].value} here: a declared known failure of {step.prev_version} here "
             "(oracle.known_failures in chain.yaml; the chain's README says why), passed in the reference's old-gold run"
         )
+    if their_old.statuses.get(test) == "passed":
+        for environment in environments:
+            if any(test == prefix or is_under(test, prefix) for prefix in environment.tests):
+                return "environment", (
+                    f"old code {step.old_gold[test].value} here, passed in the reference's old-gold run: "
+                    f"{environment.reason} (reference_environment in chain.yaml)"
+                )
     return "old gold differs", (
         f"old code {step.old_gold[test].value} here, {their_old.statuses.get(test)} in the reference's old-gold run"
     )
@@ -392,6 +410,7 @@ def compare(
     skips: Sequence[ReferenceSkip] = (),
     known_failures: Mapping[str, Sequence[str]] = MappingProxyType({}),
     changes_of: Callable[[StepOracle], TreeChanges] = lambda step: TreeChanges(),
+    environments: Sequence[ReferenceEnvironment] = (),
 ) -> list[StepAgreement]:
     """Each step the reference holds, compared. ``changes_of``: a step's ``tree_changes`` (its two
     source trees read where they can be had), asked only for a step with differences."""
@@ -422,7 +441,7 @@ def compare(
                 **dict(
                     zip(
                         ("cause", "why"),
-                        only_ours_cause(t, step, their_new, their_old, changes, known_failures),
+                        only_ours_cause(t, step, their_new, their_old, changes, known_failures, environments),
                         strict=True,
                     )
                 ),

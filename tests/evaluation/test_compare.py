@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from swechain_ci.chain.definition import ReferenceArtifact, ReferenceSkip
+from swechain_ci.chain.definition import ReferenceArtifact, ReferenceEnvironment, ReferenceSkip
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.compare import TreeChanges, compare
 from swechain_ci.models import ChainOracle, Status, StepOracle
@@ -418,6 +418,32 @@ def test_differences_from_the_references_tree_overlay_are_explained_from_the_two
     assert asked == [2] and row.verdict == "differs: 3 of 3 unexplained"
 
 
+def test_old_support_code_also_explains_a_test_only_we_count(tmp_path):
+    """urllib3 2.6.3's dummyserver serves a compressed redirect, which 2.6.2's code decompresses (the
+    bug 2.6.3 fixes): here the test fails on the old code; the reference's old-code run takes 2.6.2's
+    dummyserver, which serves no such redirect, so it passes there."""
+    from swechain_ci.evaluation.compare import tree_changes
+
+    write_trees(tmp_path)
+    changes = tree_changes(tmp_path / "1.0", tmp_path / "1.1", demo_chain(tmp_path))
+    socket, core = "tests/test_socket.py::test_redirect", "tests/test_core.py::test_core"
+    step = StepOracle(
+        index=12,
+        prev_version="1.0",
+        next_version="1.1",
+        new_gold={socket: P, core: P},
+        old_gold={socket: F, core: F},
+        upgrade_related=[socket, core],
+    )
+    oracle = demo_oracle(step)
+    reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {socket: "passed", core: "passed"})
+    reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {socket: "passed", core: "passed"})
+    [row] = compare(oracle, tmp_path / "ref", changes_of=lambda step: changes)
+    causes = {d.test: d.cause for d in row.differences}
+    assert causes == {socket: "reference old support code", core: "old gold differs"}
+    assert "imports support.server" in next(d.why for d in row.differences if d.test == socket)
+
+
 def test_a_module_the_target_turns_into_a_package_is_the_targets_in_the_references_old_code_tree(tmp_path):
     """poetry 1.6.0 turns poetry/utils/env.py into the package poetry/utils/env/: copied over 1.6.0's
     tree, 1.5.1's env.py sits beside the package, which Python imports first, so the reference's old
@@ -511,3 +537,37 @@ def test_a_declared_known_failure_of_the_old_version_explains_a_test_only_we_cou
     causes = {d.test: d.cause for d in row.differences}
     assert causes == {test: "environment", other: "old gold differs"}, "only the old version's declarations count"
     assert "a declared known failure of 1.0 here" in next(d.why for d in row.differences if d.test == test)
+
+
+def test_a_declared_reference_environment_explains_a_test_only_we_count(tmp_path):
+    """pytest 8.2.0's code crashes on a directory without permissions here (8.2.1 fixes it); the
+    reference runs as root, whom chmod(0) does not stop, so its old-gold run passes the test."""
+    test = "testing/test_collection.py::TestCollectFS::test_missing_permissions_on_unselected_directory_doesnt_crash"
+    other, broken_there = "testing/test_other.py::test_changed", "testing/test_collection.py::TestCollectFS::test_x"
+    step = StepOracle(
+        index=6,
+        prev_version="1.0",
+        next_version="1.1",
+        new_gold={test: P, other: P, broken_there: P},
+        old_gold={test: F, other: F, broken_there: F},
+        upgrade_related=[test, other, broken_there],
+    )
+    oracle = demo_oracle(step)
+    reference_run(
+        tmp_path / "ref" / "1.1", "v1.1_test_results.json", {test: "passed", other: "passed", broken_there: "passed"}
+    )
+    reference_run(
+        tmp_path / "ref" / "1.1",
+        "v1.0_cross_test_results.json",
+        {test: "passed", other: "passed", broken_there: "failed"},
+    )
+    root = ReferenceEnvironment(
+        tests=["testing/test_collection.py::TestCollectFS"], reason="the reference runs its tests as root"
+    )
+    [row] = compare(oracle, tmp_path / "ref", environments=[root])
+    causes = {d.test: d.cause for d in row.differences}
+    # broken_there failed in the reference's old gold too: both count it, nothing to explain
+    assert causes == {test: "environment", other: "old gold differs"}, "only the declared tests, where it passed"
+    why = next(d.why for d in row.differences if d.test == test)
+    assert "runs its tests as root (reference_environment in chain.yaml)" in why
+    assert row.verdict == "differs: 1 of 2 unexplained"
