@@ -344,21 +344,21 @@ class ReferenceArtifact(Strict):
     reason: str = Field(min_length=8, description="why that failure is the reference's, not the old code's")
 
 
-class ReferenceSkip(Strict):
-    """Tests the target's own suite skips here and not in the SWE-Chain reference, for a known
-    difference of environment (its Python, an optional dependency), for `chain compare`."""
+class ReferenceTests(Strict):
+    """Tests a known difference from the SWE-Chain reference's environment touches, with why, for `chain compare`."""
 
     tests: list[str] = Field(min_length=1, description="node ids or their prefixes (a module, a class)")
-    reason: str = Field(min_length=8, description="what differs and why ours is as it is")
+    reason: str = Field(min_length=8, description="what differs, and why ours is as it is")
 
 
-class ReferenceEnvironment(Strict):
-    """Tests the old code fails here and passes in the SWE-Chain reference's old-gold run, for a
-    known difference of environment that hides the old code's bug there (it runs the tests as root,
-    whom a directory without permissions does not stop), for `chain compare`."""
+class ReferenceSkip(ReferenceTests):
+    """Tests the target's own suite skips here and not in the reference (its Python, an optional dependency)."""
 
-    tests: list[str] = Field(min_length=1, description="node ids or their prefixes (a module, a class)")
-    reason: str = Field(min_length=8, description="what differs, and why the old code's failure here is real")
+
+class ReferenceEnvironment(ReferenceTests):
+    """Tests the old code fails here and passes in the reference's old-gold run, by a difference that
+    hides the old code's bug there (it runs the tests as root, whom a directory without permissions
+    does not stop)."""
 
 
 class ChainConfig(Strict):

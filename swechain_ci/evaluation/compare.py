@@ -16,15 +16,18 @@ import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
+from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
-from swechain_ci.chain.definition import Chain, ReferenceArtifact, ReferenceEnvironment, ReferenceSkip
+from swechain_ci.chain.definition import Chain, ReferenceArtifact, ReferenceEnvironment, ReferenceSkip, ReferenceTests
 from swechain_ci.chain.sources import is_hidden, is_protected
 from swechain_ci.errors import SwechainError
 from swechain_ci.evaluation.change_scan import imported_modules
 from swechain_ci.evaluation.outcomes import is_under
 from swechain_ci.models import ChainOracle, Status, StepOracle, Strict
+
+ReferenceTestsT = TypeVar("ReferenceTestsT", bound=ReferenceTests)
 
 BROKEN_REFERENCE = {"failed", "error"}
 # Differences with a known cause; any other leaves the step "unexplained".
@@ -266,6 +269,11 @@ def parameter_ids_why(others: list[str], side: str) -> str:
     )
 
 
+def declaring(test: str, entries: Sequence[ReferenceTestsT]) -> ReferenceTestsT | None:
+    """The first of a chain's declarations whose tests (node ids or their collectors) hold ``test``."""
+    return next((e for e in entries if any(test == prefix or is_under(test, prefix) for prefix in e.tests)), None)
+
+
 def only_theirs_cause(
     test: str,
     step: StepOracle,
@@ -288,10 +296,8 @@ def only_theirs_cause(
         if their_new and (renamed := renamed_parameters(test, their_new.statuses, step.new_gold)):
             return "parameter ids", parameter_ids_why(renamed, "our new-gold run")
         return "collection error", "not collected in our new-gold run"
-    if step.new_gold[test] == Status.skipped:
-        for skip in skips:
-            if any(test == prefix or is_under(test, prefix) for prefix in skip.tests):
-                return "environment", f"skipped in our new-gold run: {skip.reason} (reference_skips in chain.yaml)"
+    if step.new_gold[test] == Status.skipped and (skip := declaring(test, skips)):
+        return "environment", f"skipped in our new-gold run: {skip.reason} (reference_skips in chain.yaml)"
     if step.new_gold[test] != Status.passed:
         if test in known_failures.get(step.next_version, ()):
             return "environment", (
@@ -380,13 +386,11 @@ def only_ours_cause(
             f"old code {step.old_gold[test].value} here: a declared known failure of {step.prev_version} here "
             "(oracle.known_failures in chain.yaml; the chain's README says why), passed in the reference's old-gold run"
         )
-    if their_old.statuses.get(test) == "passed":
-        for environment in environments:
-            if any(test == prefix or is_under(test, prefix) for prefix in environment.tests):
-                return "environment", (
-                    f"old code {step.old_gold[test].value} here, passed in the reference's old-gold run: "
-                    f"{environment.reason} (reference_environment in chain.yaml)"
-                )
+    if their_old.statuses.get(test) == "passed" and (environment := declaring(test, environments)):
+        return "environment", (
+            f"old code {step.old_gold[test].value} here, passed in the reference's old-gold run: "
+            f"{environment.reason} (reference_environment in chain.yaml)"
+        )
     return "old gold differs", (
         f"old code {step.old_gold[test].value} here, {their_old.statuses.get(test)} in the reference's old-gold run"
     )
