@@ -36,6 +36,7 @@ from pathlib import Path
 from pydantic import Field
 
 from swechain_ci.errors import SwechainError
+from swechain_ci.evaluation.integrity_kinds import own_runner_finding
 from swechain_ci.evaluation.outcomes import scored_universe
 from swechain_ci.evaluation.tripwires import TRIPWIRE
 from swechain_ci.models import (
@@ -178,13 +179,14 @@ def finding_key(flag: IntegrityFlag) -> tuple:
 def step_flags(step: StepRecord, previous: StepRecord | None, import_name: str | None) -> list[IntegrityFlag]:
     """Every integrity finding of one step: the harness's, and scoring's own. A harness finding
     that the target's own code raised in its new-gold runs too (same check, place and words)
-    is the package's doing, not the candidate's, and is left out."""
+    is the package's doing, not the candidate's, and is left out; so is one about pytest's
+    machinery placed in the package's own files when the package is pytest."""
     flags: list[IntegrityFlag] = []
     gold = {finding_key(f) for f in step.gold_integrity_flags}
     runs = [("prev", step.prev_run), ("build", step.build.run), ("fix", step.fix.run if step.fix else None)]
     for phase, run in runs:
         for flag in run.integrity_flags if run else []:
-            if finding_key(flag) not in gold:
+            if finding_key(flag) not in gold and not own_runner_finding(flag.kind, flag.location, import_name):
                 flags.append(flag.model_copy(update={"step": step.index, "phase": flag.phase or phase}))
     prev_flag = prev_import_flag(
         step.index, step.next_version, step.prev_run, previous, import_name, step.old_gold_failed_imports

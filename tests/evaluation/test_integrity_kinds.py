@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
 from conftest import REPO
 
 import swechain_ci
@@ -94,3 +95,37 @@ def test_the_docs_show_the_table_as_generated():
     readme = (REPO / "docs" / "evaluation.md").read_text()
     assert integrity_kinds.with_table(readme) == readme, "run scripts/integrity-table"
     assert integrity_kinds.markdown_table() in readme
+
+
+@pytest.mark.parametrize(
+    ("kind", "location", "import_name", "moot"),
+    [
+        # pytest's chains: its own plugins and hooks, at the lines of whichever release the code is
+        ("plugin_registered", "/work/run/src/_pytest/pythonpath.py", "_pytest", True),
+        ("hook_registered", "/work/run/src/_pytest/unittest.py:353", "_pytest", True),
+        ("test_machinery_replaced", "/work/run/src/_pytest/legacypath.py", "_pytest", True),
+        ("hook_registered", "/work/run/_pytest/assertion/rewrite.py:40", "_pytest", True),  # no source folder
+        # elsewhere in the tree, above the package, or out of the run: still findings
+        ("hook_registered", "/work/run/src/evil.py:3", "_pytest", False),
+        ("hook_registered", "/work/run/a/b/_pytest/hook.py:3", "_pytest", False),
+        ("hook_registered", "/work/run/src/_pytest/../evil.py:3", "_pytest", False),
+        ("hook_registered", "/tmp/_pytest/hook.py:3", "_pytest", False),
+        ("plugin_registered", "/work/run/src/_pytest.py", "_pytest", False),
+        # a package that is not pytest: its own hooks are a finding as ever
+        ("hook_registered", "/work/run/src/toyslug/core.py:3", "toyslug", False),
+        # kinds not about the machinery's origin, or no place or package named
+        ("builtins_replaced", "/work/run/src/_pytest/compat.py", "_pytest", False),
+        ("test_code_altered", "/work/run/src/_pytest/python.py:10", "_pytest", False),
+        ("hook_registered", None, "_pytest", False),
+        ("hook_registered", "/work/run/src/_pytest/main.py:3", None, False),
+    ],
+)
+def test_which_findings_are_moot_where_the_package_is_pytest(kind, location, import_name, moot):
+    assert integrity_kinds.own_runner_finding(kind, location, import_name) is moot
+
+
+def test_the_docs_say_which_kinds_are_moot_on_pytests_own_package():
+    moot = {k.kind for k in KINDS if k.moot_on_the_runner}
+    assert moot == {"plugin_registered", "hook_registered", "test_machinery_replaced"}
+    rows = {line.split("`")[1]: line for line in integrity_kinds.markdown_table().splitlines()[2:]}
+    assert {kind for kind, row in rows.items() if integrity_kinds.RUNNER_NOTE in row} == moot

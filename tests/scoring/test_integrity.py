@@ -335,6 +335,33 @@ def test_a_finding_the_gold_code_raises_too_is_not_held_against_the_candidate():
     assert scorecard(run_record(1), [clean]).integrity.status == "clean"
 
 
+def test_pytests_own_plugins_and_hooks_are_not_held_against_a_candidate_of_pytests_chains():
+    """pytest's chains run the candidate's pytest: its own files register plugins and hooks, at
+    other lines in every release, so a noop's (the previous release's) or an edited file's are
+    not in any gold run. Hooks from anywhere else still flag the run, and in other chains the
+    package's own files flag it as ever."""
+    own = [
+        IntegrityFlag(kind="plugin_registered", detail="plugin python_path from /work/run/src/_pytest/pythonpath.py",
+                      location="/work/run/src/_pytest/pythonpath.py"),
+        IntegrityFlag(kind="hook_registered", detail="pytest_pycollect_makeitem implemented from outside the harness",
+                      location="/work/run/src/_pytest/unittest.py:45"),
+    ]  # fmt: skip
+    elsewhere = IntegrityFlag(
+        kind="hook_registered", detail="pytest_runtest_makereport implemented from outside the harness",
+        location="/work/run/src/evil.py:3",
+    )  # fmt: skip
+    noop = Run(statuses=dict.fromkeys(NEW_GOLD, P), integrity_flags=own)
+    record = step(1, dict.fromkeys(NEW_GOLD, P), prev=dict.fromkeys(NEW_GOLD, P), prev_run=noop, final_run=noop)
+    pytest_chain = run_record(1).model_copy(update={"chain": "pytest-7", "import_name": "_pytest"})
+    assert scorecard(pytest_chain, [record]).integrity.status == "clean"
+    assert len(scorecard(run_record(1), [record]).integrity.flags) == 4  # toyslug's chain: prev's and build's
+    forged = record.model_copy(
+        update={"build": phase("build", dict.fromkeys(NEW_GOLD, P), noop.model_copy(update={"integrity_flags": [*own, elsewhere]}))}
+    )  # fmt: skip
+    card = scorecard(pytest_chain, [forged])
+    assert [(f.location, f.phase) for f in card.integrity.flags] == [("/work/run/src/evil.py:3", "build")]
+
+
 # -- ranking a run that did not finish ------------------------------------------------------------
 
 
