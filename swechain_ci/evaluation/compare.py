@@ -96,11 +96,13 @@ class TreeChanges(Strict):
     there, missing here), those that import a module the target turned from a file into a package (the
     target's package kept there shadows the old release's ``X.py``), and those that import protected
     support code outside the test folder that the target changed (the old release's there, the
-    target's here, with the hidden tests)."""
+    target's here, with the hidden tests). ``modules_added``: every module of the package the target
+    adds, for a test whose parameter names one (pytest's test_meta walks the package's modules)."""
 
     added: dict[str, list[str]] = Field(default_factory=dict)
     shadowed: dict[str, list[str]] = Field(default_factory=dict)
     support: dict[str, list[str]] = Field(default_factory=dict)
+    modules_added: list[str] = Field(default_factory=list)
 
 
 def module_name(rel: PurePosixPath) -> str:
@@ -131,7 +133,7 @@ def tree_changes(prev_tree: Path, next_tree: Path, chain: Chain) -> TreeChanges:
         before = prev_tree / rel
         if not before.is_file() or before.read_bytes() != path.read_bytes():
             support.add(module_name(rel))
-    changes = TreeChanges()
+    changes = TreeChanges(modules_added=sorted(added))
     for path in sorted((next_tree / config.test_folder).rglob("*.py")) if added | shadowed | support else []:
         imported = file_imports(path)
         file = path.relative_to(next_tree).as_posix()
@@ -142,6 +144,12 @@ def tree_changes(prev_tree: Path, next_tree: Path, chain: Chain) -> TreeChanges:
         if found := sorted(imported & support):
             changes.support[file] = found
     return changes
+
+
+def parameter_of(test: str) -> str | None:
+    """The id in a parametrized test's brackets (``test_no_warnings[_pytest.python_path]``), else None."""
+    _, bracket, rest = test.partition("[")
+    return rest[:-1] if bracket and rest.endswith("]") else None
 
 
 def imported_by(test: str, importers: Mapping[str, Sequence[str]]) -> list[str]:
@@ -366,6 +374,13 @@ def only_ours_cause(
             f"the target adds {', '.join(kept)}, which this test's file or a conftest.py above it imports: "
             f"the reference's old-code tree keeps the target's files, so its old-gold run imports them; "
             f"here the old code has no such module ({step.old_gold[test].value})"
+        )
+    if their_old.statuses.get(test) == "passed" and (module := parameter_of(test)) in trees.modules_added:
+        return "reference kept modules", (
+            f"this test's case is the module {module}, which the target adds (the test walks the package's "
+            f"modules): the reference's old-code tree keeps the target's files, so its old-gold run has this "
+            f"case and passes it; here the old code has no such module, so no such case "
+            f"({step.old_gold.get(test, Status.failed).value})"
         )
     if their_old.statuses.get(test) == "passed" and (kept := imported_by(test, trees.shadowed)):
         return "reference kept modules", (

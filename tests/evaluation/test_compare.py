@@ -444,6 +444,35 @@ def test_old_support_code_also_explains_a_test_only_we_count(tmp_path):
     assert "imports support.server" in next(d.why for d in row.differences if d.test == socket)
 
 
+def test_a_case_named_after_a_module_the_target_adds_exists_in_the_references_old_code_tree(tmp_path):
+    """pytest 7.0.1 adds _pytest/python_path.py, and test_meta's test_no_warnings has a case per module it
+    finds in the package: the reference's old-code tree keeps the target's file, so its old-gold run has
+    the [_pytest.python_path] case and passes it; on 7.0.0's own tree there is no such case (failed)."""
+    from swechain_ci.evaluation.compare import tree_changes
+
+    write_trees(tmp_path)
+    changes = tree_changes(tmp_path / "1.0", tmp_path / "1.1", demo_chain(tmp_path))
+    assert changes.modules_added == ["demo.http2", "demo.tracking"]
+    added, old = (
+        "tests/test_meta.py::test_no_warnings[demo.tracking]",
+        "tests/test_meta.py::test_no_warnings[demo.core]",
+    )
+    step = StepOracle(
+        index=1,
+        prev_version="1.0",
+        next_version="1.1",
+        new_gold={added: P, old: P},
+        old_gold={old: F},
+        upgrade_related=[added, old],
+    )
+    reference_run(tmp_path / "ref" / "1.1", "v1.1_test_results.json", {added: "passed", old: "passed"})
+    reference_run(tmp_path / "ref" / "1.1", "v1.0_cross_test_results.json", {added: "passed", old: "passed"})
+    [row] = compare(demo_oracle(step), tmp_path / "ref", changes_of=lambda step: changes)
+    causes = {d.test: d.cause for d in row.differences}
+    assert causes == {added: "reference kept modules", old: "old gold differs"}, "a module the old code has too"
+    assert "the module demo.tracking, which the target adds" in next(d.why for d in row.differences if d.test == added)
+
+
 def test_a_module_the_target_turns_into_a_package_is_the_targets_in_the_references_old_code_tree(tmp_path):
     """poetry 1.6.0 turns poetry/utils/env.py into the package poetry/utils/env/: copied over 1.6.0's
     tree, 1.5.1's env.py sits beside the package, which Python imports first, so the reference's old
