@@ -71,10 +71,14 @@ def assert_inert(markdown: str) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The lanes follow from what a test uses, whatever it is marked: the Docker engine makes it a
     docker test; running the workflows under act takes minutes, so it is slow. Neither is in the
-    unit lane (scripts/test --unit)."""
+    unit lane (scripts/test --unit). Under pytest-xdist (scripts/test runs two workers) the docker
+    tests are one group, run in order on one worker: they share the state home's builds, the session's
+    runs and the engine, as in a serial run; every other test runs beside them."""
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if "docker_engine" in fixtures:
             item.add_marker(pytest.mark.docker)
         if "act_repo" in fixtures:
             item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("docker"):
+            item.add_marker(pytest.mark.xdist_group("docker"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import configparser
 import email.parser
+import functools
 import hashlib
 import json
 import subprocess
@@ -33,6 +34,7 @@ from swechain_ci.chain import sources
 from swechain_ci.chain.definition import Chain
 from swechain_ci.chain.interpreters import interpreter
 from swechain_ci.errors import SwechainError
+from swechain_ci.records import write_text
 from swechain_ci.settings import HARNESS_DIR, state_home
 
 HARNESS_REQUIREMENTS = HARNESS_DIR / "requirements.txt"
@@ -554,9 +556,8 @@ def resolve(reqs: list[str], python: str, find_links: list[Path] | None = None) 
             "(pin an older one under environment.override in chain.yaml)"
         )
     pins = sorted(f"{canonicalize_name(i['metadata']['name'])}=={i['metadata']['version']}" for i in installs)
-    record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(
-        json.dumps({"requirements": reqs, "python": python, "platforms": platforms, "pins": pins}, indent=2)
+    write_text(  # whole or not at all: builds beside each other (a pool's runners, CI's workers) read it
+        record, json.dumps({"requirements": reqs, "python": python, "platforms": platforms, "pins": pins}, indent=2)
     )
     return pins
 
@@ -565,7 +566,10 @@ def resolve(reqs: list[str], python: str, find_links: list[Path] | None = None) 
 LOWEST_CANDIDATES = 25
 
 
-def released_versions(name: str, python: str) -> list[Version]:
+# One listing and one pick per name, specifier and Python for the process: the versions of a chain ask
+# again and again for the same requirements (each is a pip subprocess of a second or more).
+@functools.cache
+def released_versions(name: str, python: str) -> tuple[Version, ...]:
     """The final releases of ``name`` that the index lists for ``python`` (pip's own listing), oldest first."""
     result = subprocess.run(
         [sys.executable, "-m", "pip", "index", "versions", name, "--python-version", python],
@@ -576,10 +580,11 @@ def released_versions(name: str, python: str) -> list[Version]:
     if result.returncode != 0 or listed is None:
         tail = " ".join(result.stderr.strip().splitlines()[-2:])
         raise SwechainError(f"cannot list the releases of {name} for Python {python}: {tail or 'none listed'}")
-    return sorted(Version(v.strip()) for v in listed.partition(":")[2].split(","))
+    return tuple(sorted(Version(v.strip()) for v in listed.partition(":")[2].split(",")))
 
 
-def lowest_release(name: str, specifier: SpecifierSet, python: str) -> tuple[str, list[str]]:
+@functools.cache
+def lowest_release(name: str, specifier: SpecifierSet, python: str) -> tuple[str, tuple[str, ...]]:
     """The lowest release of ``name`` that ``specifier`` allows and has a wheel for the image, and what it requires."""
     candidates = list(specifier.filter(released_versions(name, python)))
     for version in candidates[:LOWEST_CANDIDATES]:
@@ -587,7 +592,7 @@ def lowest_release(name: str, specifier: SpecifierSet, python: str) -> tuple[str
             (install,) = pip_dry_run([f"{name}=={version}", "--no-deps"], python, [])
         except SwechainError:
             continue  # no wheel of this release for the image's Python and platform
-        return str(version), list(install["metadata"].get("requires_dist", []))
+        return str(version), tuple(install["metadata"].get("requires_dist", []))
     raise SwechainError(
         f"no release of {name}{specifier} among the lowest {LOWEST_CANDIDATES} has a wheel for Python {python}; "
         "name one under 'environment.override' in chain.yaml, or drop 'resolution: lowest'"
@@ -635,11 +640,11 @@ def lowest_releases(lines: list[str], python: str, moved_up: frozenset[str] = fr
             continue
         chosen[name], requires = lowest_release(name, allowed[name], python)
         pending += [(r, extra) for r in requires for extra in ("", *sorted(extras_of[name]))]
-    record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(
+    write_text(  # whole or not at all: builds beside each other (a pool's runners, CI's workers) read it
+        record,
         json.dumps(
             {"requirements": lines, "python": python, "moved_up": sorted(moved_up), "releases": chosen}, indent=2
-        )
+        ),
     )
     return chosen
 

@@ -2,7 +2,7 @@
 
 The runs are the session's own: the toy chain with oracle, noop and the replay fixture (the
 ones test_e2e_toy/test_e2e_replay wrote, reused when present), and, in the slow set, PyJWT's
-and Jinja2's ci_steps with oracle and noop (those of test_e2e_real_chains, reused likewise).
+and Flask's ci_steps with oracle and noop (those of test_e2e_real_chains, reused likewise).
 Screenshots go to ``$SWECHAIN_TEST_ARTIFACTS/site`` (default ``test-artifacts/site``).
 """
 
@@ -26,7 +26,7 @@ from swechain_ci.site.history import record_snapshot
 pytestmark = pytest.mark.docker
 
 TOY_RUNS = {"oracle": "oracle", "noop": "noop", f"replay:{REPO / 'tests/fixtures/replay_toy'}": "replay"}
-REAL_CHAINS = ["pyjwt", "jinja2"]
+REAL_CHAINS = ["pyjwt", "flask"]
 
 
 def artifacts() -> Path:
