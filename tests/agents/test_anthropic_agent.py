@@ -297,6 +297,9 @@ def run_agent(agent_container, tmp_path: Path, script, options: dict | None = No
         elapsed = time.monotonic() - started
         assert not server.errors, server.errors
         events = [json.loads(line) for line in (tmp_path / "logs" / "trajectory-build.jsonl").read_text().splitlines()]
+        for event in events:  # shown with a failing test's output: why a session crashed
+            if event["event"] == "error" and "traceback" in event:
+                print(event["traceback"])
         return outcome, list(server.requests), events, elapsed
 
 
@@ -459,7 +462,7 @@ def test_the_prompt_is_counted_before_each_call_and_made_to_fit(agent_container,
     with ScriptedServer(chatty, count=count) as server:
         outcome, requests, events, _ = run_agent(agent_container, tmp_path, chatty, server=server, options=window)
         counts = len(server.counts)
-    assert (outcome.ended_by, outcome.turns) == ("end_turn", 6)
+    assert (outcome.ended_by, outcome.turns) == ("end_turn", 6), outcome.detail
     assert counts == 6 + 1, "one count per call, and a recount after eliding"
     [compact] = [e for e in events if e["event"] == "compact"]
     assert compact["elided"] == 2, "five outputs do not fit; the oldest two are elided"
@@ -595,7 +598,7 @@ def test_the_agent_accounts_a_scripted_usage_sequence_exactly(agent_container, t
         return message([text("done")], usage_=sequence[turn])
 
     outcome, _, events, _ = run_agent(agent_container, tmp_path, script)
-    assert (outcome.ended_by, outcome.turns) == ("end_turn", 3)
+    assert (outcome.ended_by, outcome.turns) == ("end_turn", 3), outcome.detail
     assert (outcome.input_tokens, outcome.output_tokens) == (1330, 1640)
     assert (outcome.cache_write_tokens, outcome.cache_read_tokens) == (5700, 10700)
     assert outcome.cost_usd == pytest.approx(0.053175, abs=1e-9)
