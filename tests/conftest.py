@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _pytest.nodeid import coerce_node_id
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "swechain_ci"]
@@ -68,17 +69,26 @@ def assert_inert(markdown: str) -> None:
     assert "<img" not in html and "<b>" not in html and 'href="http://evil' not in html
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+DOCKER_GROUP = "@docker"
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects on the lanes' marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The lanes follow from what a test uses, whatever it is marked: the Docker engine makes it a
     docker test; running the workflows under act takes minutes, so it is slow. Neither is in the
     unit lane (scripts/test --unit). Under pytest-xdist (scripts/test runs two workers) the docker
     tests are one group, run in order on one worker: they share the state home's builds, the session's
     runs and the engine, as in a serial run; every other test runs beside them."""
+    grouping = getattr(config.option, "loadgroup", False)  # set on an xdist worker under --dist loadgroup
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if "docker_engine" in fixtures:
             item.add_marker(pytest.mark.docker)
         if "act_repo" in fixtures:
             item.add_marker(pytest.mark.slow)
-        if item.get_closest_marker("docker"):
-            item.add_marker(pytest.mark.xdist_group("docker"))
+        if grouping and item.get_closest_marker("docker"):
+            # The group is the id's "@" suffix, which xdist's scheduler reads. xdist 3.8 writes it
+            # from the xdist_group mark to Item._nodeid, which pytest 9.2 no longer reads (its ids
+            # are Item._id), so the docker tests were spread over both workers and removed each
+            # other's containers: the suffix is set here on the id pytest reports.
+            item._id = coerce_node_id(item.nodeid + DOCKER_GROUP)
