@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import REPO
 
-SAMPLE = '''
+SAMPLE = """
 import os
 import time
 
@@ -31,7 +31,7 @@ def test_docker_{module}(n):
 def test_other_{module}(n):
     time.sleep(0.05)
     record("other")
-'''
+"""
 
 
 def test_docker_tests_run_on_one_worker_and_the_rest_beside_them(tmp_path: Path):
